@@ -1,0 +1,702 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Fixtures for the ctrfs filesystem tests.
+
+The suite drives a real ctrfs mount over a real Docker engine. A private
+dockerd is started once per session (never the machine's own engine); every
+test makes its own containers and its own mounts, and the mount protocol is the
+one sshfs and libfuse use: start `ctrfs -f`, poll os.path.ismount, and at the
+end `fusermount3 -u` and require the daemon to exit 0.
+"""
+
+import errno
+import hashlib
+import io
+import itertools
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+
+import pytest
+
+DOCKER = "/usr/bin/docker"
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD_DIR = os.environ.get("BUILD_DIR", "build")
+CTRFS_BIN = os.environ.get("CTRFS_BIN") or os.path.join(REPO, BUILD_DIR, "ctrfs")
+SANITIZED = os.environ.get("CTRFS_SANITIZED") == "1"
+
+IMAGES = {"busybox": "ctrfs-test/busybox", "static": "ctrfs-test/static"}
+BIG_SIZE = 200 * 1024 * 1024
+MIB = 1024 * 1024
+
+# Files baked into ctrfs-test/static: path -> (data, mode, uid, gid, mtime).
+STATIC_FILES = {
+    "data/hello.txt": (b"hello from a shell-less container\n", 0o644, 0, 0, 1000000000),
+    "data/secret": (b"only root\n", 0o600, 1234, 5678, 1234567890),
+    "data/rand.bin": (random.Random(42).randbytes(100_000), 0o640, 1000, 100, 1500000000),
+    "data/sub/empty": (b"", 0o444, 0, 0, 1600000000),
+    "data/sub/setuid": (b"#!/not/really\n", 0o4755, 0, 0, 1700000000),
+}
+STATIC_DIRS = {"data": (0o755, 0, 0, 1100000000), "data/sub": (0o1777, 4321, 8765, 1200000000)}
+
+
+# --------------------------------------------------------------------------
+# Small helpers used by the tests
+
+
+class Hang(AssertionError):
+    pass
+
+
+def call_with_timeout(fn, *args, timeout=60, what=None):
+    """Run fn(*args) in a thread; fail instead of hanging past `timeout`.
+
+    A file operation on a broken FUSE daemon can block forever; the thread is
+    left behind and unblocks when the mount is torn down.
+    """
+    result = {}
+
+    def target():
+        try:
+            result["value"] = fn(*args)
+        except BaseException as e:  # noqa: B902 - re-raised in the caller
+            result["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise Hang(f"{what or getattr(fn, '__name__', fn)} did not return within {timeout} s")
+    if "error" in result:
+        raise result["error"]
+    return result.get("value")
+
+
+def wait_for(cond, timeout=5.0, interval=0.1):
+    """Poll cond() until it is true or `timeout` passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = cond()
+        except OSError:
+            value = False
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+def sha256_file(path, chunk=MIB):
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(chunk)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def errno_of(fn, *args):
+    """Call fn(*args); return the errno of the OSError it raises, or None."""
+    try:
+        call_with_timeout(fn, *args, timeout=60)
+    except OSError as e:
+        return e.errno
+    return None
+
+
+def errname(n):
+    return errno.errorcode.get(n, str(n)) if n is not None else "no error"
+
+
+def ping(sock_path, timeout=2.0):
+    """True if a Docker engine answers GET /_ping on the unix socket."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(sock_path)
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            data = b""
+            while True:
+                b = s.recv(4096)
+                if not b:
+                    break
+                data += b
+        return data.startswith(b"HTTP/1.") and b" 200 " in data.split(b"\r\n", 1)[0]
+    except OSError:
+        return False
+
+
+def tail(path, n=200):
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError as e:
+        return f"(cannot read {path}: {e})"
+    return "\n".join(lines[-n:])
+
+
+# --------------------------------------------------------------------------
+# The private engine
+
+
+class Engine:
+    """A private dockerd with its own data root, exec root and socket."""
+
+    def __init__(self, base):
+        self.dir = tempfile.mkdtemp(prefix="e.", dir=base)
+        self.sock = os.path.join(self.dir, "docker.sock")
+        self.pidfile = os.path.join(self.dir, "docker.pid")
+        self.log = os.path.join(self.dir, "dockerd.log")
+        self.url = "unix://" + self.sock
+        self.proc = None
+
+    def env(self):
+        env = dict(os.environ)
+        env["DOCKER_HOST"] = self.url
+        for k in ("DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"):
+            env.pop(k, None)
+        return env
+
+    def start(self, timeout=60):
+        cmd = [
+            "dockerd",
+            "--bridge=none",
+            "--iptables=false",
+            "--ip-masq=false",
+            "--data-root", os.path.join(self.dir, "data"),
+            "--exec-root", os.path.join(self.dir, "exec"),
+            "--pidfile", self.pidfile,
+            "-H", self.url,
+        ]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while not ping(self.sock):
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"dockerd exited with {self.proc.returncode}:\n{tail(self.log)}"
+                )
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"dockerd did not answer /_ping in {timeout} s:\n{tail(self.log)}")
+            time.sleep(0.1)
+
+    def pid(self):
+        try:
+            with open(self.pidfile) as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
+    def stop(self, timeout=60):
+        """SIGTERM the daemon named by the pid file, wait, SIGKILL if need be."""
+        if self.proc is None:
+            return
+        pid = self.pid()
+        if pid != self.proc.pid:
+            # The pid file is ours only if it names the process we started.
+            pid = self.proc.pid
+        if self.proc.poll() is None:
+            os.kill(pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(pid, signal.SIGKILL)
+                self.proc.wait(30)
+        self.proc = None
+
+    def cleanup(self):
+        self.stop()
+        # Anything dockerd left mounted under its roots must go before rm -rf.
+        prefix = self.dir + "/"
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+            subprocess.run(["umount", "-l", p], check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def docker(self, *args, check=True, input=None, timeout=120, stdout=subprocess.PIPE):
+        """Run /usr/bin/docker against this engine; return the CompletedProcess."""
+        r = subprocess.run(
+            [DOCKER, *args], env=self.env(), input=input, stdout=stdout,
+            stderr=subprocess.PIPE, timeout=timeout,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
+        if check and r.returncode != 0:
+            raise AssertionError(
+                f"docker {' '.join(map(str, args))} exited {r.returncode}: "
+                f"{r.stderr.decode(errors='replace')}"
+            )
+        return r
+
+    def import_images(self, rootfs):
+        for name, tar_path in rootfs.items():
+            with open(tar_path, "rb") as f:
+                data = f.read()
+            changes = ["ENV PATH=/bin:/usr/bin"]
+            if name == "static":
+                changes.append('CMD ["/pause"]')
+            args = ["import"]
+            for c in changes:
+                args += ["-c", c]
+            self.docker(*args, "-", IMAGES[name], input=data)
+
+
+# --------------------------------------------------------------------------
+# Containers
+
+
+class Container:
+    def __init__(self, engine, name, cid):
+        self.engine = engine
+        self.name = name
+        self.id = cid
+
+    def docker(self, *args, **kw):
+        return self.engine.docker(*args, **kw)
+
+    def exec(self, *argv, check=True, input=None, timeout=120):
+        args = ["exec"] + (["-i"] if input is not None else []) + [self.name, *argv]
+        return self.engine.docker(*args, check=check, input=input, timeout=timeout).stdout
+
+    def sh(self, script, *args, **kw):
+        """Run a busybox sh script inside; extra args become $1, $2, ..."""
+        return self.exec("sh", "-c", script, "sh", *args, **kw)
+
+    def write(self, path, data, mode=None, owner=None):
+        self.sh('cat > "$1"', path, input=data)
+        # chown first: it clears setuid and setgid.
+        if owner is not None:
+            self.exec("chown", owner, path)
+        if mode is not None:
+            self.exec("chmod", format(mode, "o"), path)
+
+    def cp_in(self, host_path, path):
+        self.engine.docker("cp", host_path, f"{self.name}:{path}", timeout=300)
+
+    def _cp_out(self, path, consume):
+        """Stream `docker cp NAME:path -` and hand the single file to consume()."""
+        p = subprocess.Popen(
+            [DOCKER, "cp", f"{self.name}:{path}", "-"], env=self.engine.env(),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        try:
+            with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
+                for member in tf:
+                    if member.isfile():
+                        return consume(tf.extractfile(member))
+                    raise AssertionError(f"docker cp {path}: first entry {member.name!r} is not a file")
+            raise AssertionError(f"docker cp {path}: empty archive")
+        finally:
+            p.stdout.close()
+            err = p.stderr.read()
+            rc = p.wait(300)
+            if rc != 0:
+                raise AssertionError(f"docker cp {self.name}:{path} exited {rc}: {err.decode(errors='replace')}")
+
+    def cp_out(self, path):
+        """The bytes of the file at `path`, as `docker cp` gives them."""
+        return self._cp_out(path, lambda f: f.read())
+
+    def cp_sha256(self, path):
+        def digest(f):
+            h = hashlib.sha256()
+            while True:
+                b = f.read(MIB)
+                if not b:
+                    return h.hexdigest()
+                h.update(b)
+
+        return self._cp_out(path, digest)
+
+    def cp_headers(self, path):
+        """tar headers of every entry of `docker cp NAME:path -` (name -> TarInfo)."""
+        r = self.engine.docker("cp", f"{self.name}:{path}", "-")
+        with tarfile.open(fileobj=io.BytesIO(r.stdout), mode="r:") as tf:
+            return {m.name: m for m in tf.getmembers()}
+
+    def stat(self, path):
+        """Metadata from inside: busybox `stat -c '%s %a %u %g %Y %F'`."""
+        out = self.exec("stat", "-c", "%s %a %u %g %Y %F", path).decode()
+        size, mode, uid, gid, mtime, ftype = out.rstrip("\n").split(" ", 5)
+        return {
+            "size": int(size),
+            "perm": int(mode, 8),
+            "uid": int(uid),
+            "gid": int(gid),
+            "mtime": int(mtime),
+            "type": BUSYBOX_TYPES[ftype],
+        }
+
+    def state(self):
+        return self.engine.docker("inspect", "-f", "{{.State.Status}}", self.id).stdout.decode().strip()
+
+
+BUSYBOX_TYPES = {
+    "regular file": "file",
+    "regular empty file": "file",
+    "directory": "dir",
+    "symbolic link": "symlink",
+    "fifo": "fifo",
+    "socket": "socket",
+    "character special file": "chr",
+    "block special file": "blk",
+}
+
+
+def stat_type(st_mode):
+    for test, name in (
+        (stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "symlink"),
+        (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "chr"),
+        (stat.S_ISBLK, "blk"),
+    ):
+        if test(st_mode):
+            return name
+    return "unknown"
+
+
+def host_stat(path):
+    """os.lstat through the mount, in the same shape as Container.stat."""
+    st = call_with_timeout(os.lstat, path, timeout=60)
+    return {
+        "size": st.st_size,
+        "perm": stat.S_IMODE(st.st_mode),
+        "uid": st.st_uid,
+        "gid": st.st_gid,
+        "mtime": int(st.st_mtime),
+        "type": stat_type(st.st_mode),
+    }
+
+
+def compare_stat(ctr, mnt_path, ctr_path, keys=("size", "perm", "uid", "gid", "mtime", "type")):
+    """Mismatches between lstat through the mount and stat in the container."""
+    want = ctr.stat(ctr_path)
+    got = host_stat(mnt_path)
+    if want["type"] != "file":
+        keys = [k for k in keys if k != "size"]
+    return {k: (got[k], want[k]) for k in keys if got[k] != want[k]}
+
+
+# --------------------------------------------------------------------------
+# Mounts
+
+
+class Mount:
+    def __init__(self, path, proc, log):
+        self.path = path
+        self.proc = proc
+        self.log = log
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def p(self, ctr, path=""):
+        """Path through the mount of `path` inside container `ctr` (object or name)."""
+        name = ctr if isinstance(ctr, str) else ctr.name
+        return os.path.join(self.path, name, path.lstrip("/"))
+
+    def listdir(self, path=None, timeout=60):
+        return call_with_timeout(os.listdir, path or self.path, timeout=timeout)
+
+    def log_text(self):
+        return tail(self.log)
+
+    def status(self, key):
+        """A field of /proc/<daemon pid>/status, in kB for Vm* fields."""
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        raise KeyError(key)
+
+    def unmount(self):
+        """Unmount as sshfs's tests do; return a list of problems (empty = clean)."""
+        problems = []
+        if self.proc.poll() is not None:
+            problems.append(f"ctrfs exited with {self.proc.returncode} before the unmount")
+        else:
+            r = subprocess.run(
+                ["fusermount3", "-u", self.path], stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60,
+            )
+            if r.returncode != 0:
+                problems.append(f"fusermount3 -u exited {r.returncode}: {r.stdout.decode(errors='replace')}")
+            try:
+                rc = self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                problems.append("ctrfs did not exit within 10 s of fusermount3 -u")
+            else:
+                if rc != 0:
+                    problems.append(f"ctrfs exited with {rc} after fusermount3 -u (want 0)")
+        if problems or os.path.ismount(self.path) or self.proc.poll() is None:
+            self.force_unmount()
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+        return problems
+
+    def force_unmount(self):
+        if os.path.ismount(self.path):
+            subprocess.run(["fusermount3", "-z", "-u", self.path], check=False,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
+            if self.proc.poll() is not None:
+                break
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+# --------------------------------------------------------------------------
+# Session fixtures
+
+
+@pytest.fixture(scope="session")
+def base_dir():
+    """A short, world-traversable directory for engines, mounts and images."""
+    parent = os.environ.get("CTRFS_TEST_TMP") or "/tmp"
+    d = tempfile.mkdtemp(prefix="ctrfs-t.", dir=parent)
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _tar_add(tf, name, *, data=None, mode=0o755, uid=0, gid=0, mtime=1000000000,
+             kind=tarfile.REGTYPE, linkname=""):
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    ti.mode = mode
+    ti.uid, ti.gid = uid, gid
+    ti.mtime = mtime
+    ti.linkname = linkname
+    if data is not None:
+        ti.size = len(data)
+        tf.addfile(ti, io.BytesIO(data))
+    else:
+        tf.addfile(ti)
+
+
+def _busybox_rootfs(path):
+    """Debian's static busybox plus one symlink per applet."""
+    bb = shutil.which("busybox", path="/bin:/usr/bin") or "/bin/busybox"
+    applets = subprocess.run([bb, "--list"], check=True, stdout=subprocess.PIPE).stdout.decode().split()
+    with open(bb, "rb") as f:
+        binary = f.read()
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+        for d, mode in (("bin", 0o755), ("usr", 0o755), ("usr/bin", 0o755), ("etc", 0o755),
+                        ("tmp", 0o1777), ("root", 0o700), ("proc", 0o555), ("sys", 0o555),
+                        ("dev", 0o755)):
+            _tar_add(tf, d, mode=mode, kind=tarfile.DIRTYPE)
+        _tar_add(tf, "bin/busybox", data=binary, mode=0o755)
+        for a in applets:
+            if a == "busybox" or "/" in a:
+                continue  # a link named busybox would replace the binary
+            _tar_add(tf, "bin/" + a, kind=tarfile.SYMTYPE, linkname="busybox", mode=0o777)
+        _tar_add(tf, "etc/passwd", mode=0o644,
+                 data=b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
+        _tar_add(tf, "etc/group", mode=0o644, data=b"root:x:0:\nnogroup:x:65534:\n")
+
+
+def _static_rootfs(path, workdir):
+    """A single static binary (tests/fs/pause.c) plus a few files; no shell."""
+    binary = os.path.join(workdir, "pause")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pause.c")
+    subprocess.run(["gcc", "-static", "-O2", "-o", binary, src], check=True)
+    with open(binary, "rb") as f:
+        data = f.read()
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+        _tar_add(tf, "pause", data=data, mode=0o755)
+        for d, (mode, uid, gid, mtime) in STATIC_DIRS.items():
+            _tar_add(tf, d, mode=mode, uid=uid, gid=gid, mtime=mtime, kind=tarfile.DIRTYPE)
+        for name, (content, mode, uid, gid, mtime) in STATIC_FILES.items():
+            _tar_add(tf, name, data=content, mode=mode, uid=uid, gid=gid, mtime=mtime)
+        for d in ("proc", "sys", "dev", "etc"):
+            _tar_add(tf, d, kind=tarfile.DIRTYPE)
+
+
+@pytest.fixture(scope="session")
+def rootfs(base_dir):
+    """Tarballs of the two test images' root filesystems (name -> path)."""
+    d = os.path.join(base_dir, "images")
+    os.mkdir(d)
+    paths = {"busybox": os.path.join(d, "busybox.tar"), "static": os.path.join(d, "static.tar")}
+    _busybox_rootfs(paths["busybox"])
+    _static_rootfs(paths["static"], d)
+    return paths
+
+
+@pytest.fixture(scope="session")
+def engine(base_dir, rootfs):
+    """The session's private dockerd, with ctrfs-test/busybox and ctrfs-test/static."""
+    e = Engine(base_dir)
+    try:
+        e.start()
+        e.import_images(rootfs)
+        yield e
+    finally:
+        e.cleanup()
+
+
+@pytest.fixture(scope="session")
+def big_file(base_dir):
+    """A ~200 MiB file of random bytes on the host: (path, sha256)."""
+    path = os.path.join(base_dir, "big.bin")
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        for _ in range(BIG_SIZE // MIB):
+            b = os.urandom(MIB)
+            h.update(b)
+            f.write(b)
+    yield path, h.hexdigest()
+    os.unlink(path)
+
+
+@pytest.fixture(scope="session")
+def mount_root(base_dir):
+    d = os.path.join(base_dir, "mnt")
+    os.mkdir(d)
+    os.chmod(d, 0o755)
+    return d
+
+
+# --------------------------------------------------------------------------
+# Per-test fixtures
+
+_counter = itertools.count(1)
+
+
+def _unique_name(node_name):
+    slug = re.sub(r"[^a-zA-Z0-9_.-]+", "-", node_name).strip("-.")[:40] or "c"
+    return f"{slug}-{next(_counter)}-{os.urandom(2).hex()}"
+
+
+@pytest.fixture
+def private_engine(base_dir, rootfs):
+    """Factory for extra engines that a test owns (and may stop and restart)."""
+    engines = []
+
+    def make():
+        e = Engine(base_dir)
+        engines.append(e)
+        e.start()
+        e.import_images(rootfs)
+        return e
+
+    yield make
+    for e in engines:
+        e.cleanup()
+
+
+@pytest.fixture
+def container(engine, request):
+    """Factory: container(image='busybox', cmd=None, args=(), engine=None, name=None).
+
+    Runs a detached container with --network none and a unique name; every
+    container made is removed at the end of the test.
+    """
+    made = []
+
+    def make(image="busybox", cmd=None, args=(), engine=None, name=None, start=True):
+        e = engine or _default_engine
+        name = name or _unique_name(request.node.name)
+        if cmd is None:
+            cmd = ["sleep", "1000000"] if image == "busybox" else []
+        verb = ["run", "-d"] if start else ["create"]
+        out = e.docker(*verb, "--network", "none", "--stop-timeout", "1", "--name", name,
+                       *args, IMAGES.get(image, image), *cmd).stdout
+        c = Container(e, name, out.decode().strip().splitlines()[-1])
+        made.append(c)
+        return c
+
+    _default_engine = engine
+    yield make
+    for c in made:
+        try:
+            c.engine.docker("rm", "-f", c.id, check=False, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+@pytest.fixture
+def mount(engine, mount_root, tmp_path, request):
+    """Factory: mount(*options, engine=None, host=True, env=None) -> Mount.
+
+    Starts `ctrfs -f -o host=<engine> OPTIONS MNT` with its output in a
+    per-test log file and waits for the mount. At the end of the test each
+    mount is unmounted with fusermount3 -u, and the daemon must exit 0.
+    """
+    mounts = []
+    item = request.node
+    item._ctrfs_mounts = mounts
+
+    def make(*options, engine=None, host=True, env=None):
+        if not os.access(CTRFS_BIN, os.X_OK):
+            pytest.fail(f"no ctrfs binary at {CTRFS_BIN} (build it, or set CTRFS_BIN / BUILD_DIR)")
+        e = engine or _default_engine
+        mnt = tempfile.mkdtemp(prefix="m.", dir=mount_root)
+        os.chmod(mnt, 0o755)
+        log = str(tmp_path / f"ctrfs-{len(mounts) + 1}.log")
+        cmd = [CTRFS_BIN, "-f"]
+        if host:
+            cmd += ["-o", "host=" + e.url]
+        cmd += [*options, mnt]
+        if env is None:
+            env = dict(os.environ)
+            env.pop("DOCKER_HOST", None)
+        with open(log, "wb") as logf:
+            logf.write(("$ " + " ".join(cmd) + "\n").encode())
+            logf.flush()
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT, env=env)
+        m = Mount(mnt, proc, log)
+        mounts.append(m)
+        deadline = time.monotonic() + 30
+        while not os.path.ismount(mnt):
+            if proc.poll() is not None:
+                pytest.fail(f"ctrfs exited with {proc.returncode} before mounting:\n{m.log_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"ctrfs did not mount within 30 s:\n{m.log_text()}")
+            time.sleep(0.1)
+        return m
+
+    _default_engine = engine
+    yield make
+    problems = []
+    for m in reversed(mounts):
+        for p in m.unmount():
+            problems.append(f"{m.path}: {p}")
+    if problems:
+        pytest.fail("unclean unmount:\n" + "\n".join(problems))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach each daemon's log to a failed test's report."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed:
+        for i, m in enumerate(getattr(item, "_ctrfs_mounts", []), 1):
+            rep.sections.append((f"ctrfs log {i} ({m.log})", m.log_text()))
