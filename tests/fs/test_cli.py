@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Command line, exit status and start-up failures."""
+
+import os
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import CTRFS_BIN
+
+
+def run_ctrfs(*args, timeout=120, env=None):
+    if not os.access(CTRFS_BIN, os.X_OK):
+        pytest.fail(f"no ctrfs binary at {CTRFS_BIN}")
+    if env is None:
+        env = dict(os.environ)
+        env.pop("DOCKER_HOST", None)
+    return subprocess.run([CTRFS_BIN, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def mnt(mount_root):
+    d = tempfile.mkdtemp(prefix="cli.", dir=mount_root)
+    yield d
+    if os.path.ismount(d):
+        subprocess.run(["fusermount3", "-z", "-u", d], check=False)
+    os.rmdir(d)
+
+
+def test_help_exits_0():
+    r = run_ctrfs("--help")
+    assert r.returncode == 0, r.stderr
+    text = (r.stdout + r.stderr).decode().lower()
+    assert "usage" in text
+    assert "mountpoint" in text
+
+
+def test_version_exits_0():
+    r = run_ctrfs("--version")
+    assert r.returncode == 0, r.stderr
+    assert "ctrfs" in (r.stdout + r.stderr).decode().lower()
+
+
+def test_no_mountpoint_is_usage_error():
+    r = run_ctrfs("-f")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+
+
+def test_unknown_option_is_usage_error(mnt, engine):
+    r = run_ctrfs("-f", "-o", "host=" + engine.url, "--no-such-option", mnt)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert not os.path.ismount(mnt)
+
+
+@pytest.mark.parametrize("foreground", [True, False], ids=["foreground", "background"])
+def test_missing_engine_socket_exits_2(mnt, foreground):
+    args = (["-f"] if foreground else []) + ["-o", "host=unix:///nonexistent.sock", mnt]
+    r = run_ctrfs(*args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot connect to engine" in r.stderr.decode()
+    assert not os.path.ismount(mnt)
+
+
+def test_refused_engine_socket_exits_2(mnt, tmp_path):
+    # A socket that exists but where nobody listens: connect() is refused.
+    path = str(tmp_path / "dead.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.close()
+    r = run_ctrfs("-f", "-o", "host=unix://" + path, mnt)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot connect to engine" in r.stderr.decode()
+    assert not os.path.ismount(mnt)
+
+
+def test_silent_engine_times_out_and_exits_2(mnt, tmp_path):
+    # An engine that accepts the connection and never answers: -o timeout
+    # bounds the wait.
+    path = str(tmp_path / "silent.sock")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    s.listen(16)
+    try:
+        r = run_ctrfs("-f", "-o", "host=unix://" + path, "-o", "timeout=2", mnt, timeout=120)
+    finally:
+        s.close()
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "cannot connect to engine" in r.stderr.decode()
+    assert not os.path.ismount(mnt)
+
+
+def test_docker_host_is_used_without_host_option(mount, container, engine):
+    c = container()
+    env = dict(os.environ, DOCKER_HOST=engine.url)
+    m = mount(host=False, env=env)
+    assert c.name in m.listdir()
+
+
+def test_host_option_overrides_docker_host(mount, container):
+    c = container()
+    env = dict(os.environ, DOCKER_HOST="unix:///nonexistent.sock")
+    m = mount(env=env)
+    assert c.name in m.listdir()
+
+
+def test_mount_failure_exits_3(engine, mount_root):
+    missing = os.path.join(mount_root, "no-such-dir")
+    r = run_ctrfs("-f", "-o", "host=" + engine.url, missing)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+
+
+def test_cache_and_timeout_options_are_accepted(mount, container):
+    c = container()
+    c.write("/f", b"options\n")
+    m = mount("-o", "attr_timeout=0,timeout=10")
+    with open(m.p(c, "/f"), "rb") as f:
+        assert f.read() == b"options\n"

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Awkward names, deep trees and large directories."""
+
+import os
+
+from conftest import call_with_timeout, read_file
+
+ODD_NAMES = [
+    "with space",
+    "  leading and trailing  ",
+    "ünïcødé ✓",
+    "new\nline",
+    "tab\there",
+    "quote'and\"double",
+    "back\\slash",
+    "percent%20and?query&x=y#frag",
+    "-starts-with-dash",
+    "*?[glob]",
+]
+
+
+def test_odd_names(mount, container):
+    c = container()
+    c.exec("mkdir", "/odd")
+    for i, name in enumerate(ODD_NAMES):
+        c.sh('printf "%s" "$1" > "/odd/$2"', f"content {i}", name)
+        c.exec("mkdir", f"/odd/dir {name}")
+        c.sh('printf "%s" "$1" > "/odd/dir $2/inner $2"', f"inner {i}", name)
+    m = mount()
+    listed = m.listdir(m.p(c, "/odd"))
+    want = set(ODD_NAMES) | {f"dir {n}" for n in ODD_NAMES}
+    assert set(listed) == want, {"missing": want - set(listed), "extra": set(listed) - want}
+    for i, name in enumerate(ODD_NAMES):
+        assert call_with_timeout(read_file, m.p(c, f"/odd/{name}")) == f"content {i}".encode(), name
+        inner = m.p(c, f"/odd/dir {name}/inner {name}")
+        assert m.listdir(os.path.dirname(inner)) == [f"inner {name}"]
+        assert call_with_timeout(read_file, inner) == f"inner {i}".encode(), name
+    assert c.cp_out("/odd/new\nline") == b"content 3"
+
+
+def test_deep_tree(mount, container):
+    c = container()
+    parts = [f"level{i:02d}" for i in range(40)]
+    deep = "/deep/" + "/".join(parts)
+    c.exec("mkdir", "-p", deep)
+    c.sh('echo bottom > "$1/bottom.txt"', deep)
+    m = mount()
+
+    def walk():
+        return [(os.path.relpath(d, m.p(c, "/deep")), sorted(dirs), sorted(files))
+                for d, dirs, files in os.walk(m.p(c, "/deep"))]
+
+    seen = call_with_timeout(walk, timeout=120)
+    assert len(seen) == 41
+    assert seen[-1] == ("/".join(parts), [], ["bottom.txt"])
+    assert call_with_timeout(read_file, m.p(c, deep + "/bottom.txt")) == b"bottom\n"
+
+
+def test_thousand_entries(mount, container):
+    c = container()
+    c.sh('mkdir /many && cd /many && for i in $(seq -w 1 1000); do echo "$i" > "f$i"; done')
+    inside = sorted(c.exec("ls", "-A", "/many").decode().split("\n")[:-1])
+    assert len(inside) == 1000
+    m = mount()
+    listed = sorted(m.listdir(m.p(c, "/many")))
+    assert listed == inside
+    assert call_with_timeout(read_file, m.p(c, "/many/f0500")) == b"0500\n"
+    assert call_with_timeout(read_file, m.p(c, "/many/f1000")) == b"1000\n"

@@ -1,0 +1,220 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""File contents through the mount, compared with what `docker cp` gives."""
+
+import errno
+import hashlib
+import os
+import random
+import subprocess
+import time
+
+import pytest
+
+from conftest import (MIB, SANITIZED, STATIC_FILES, call_with_timeout, errname, errno_of, read_file,
+                      sha256_file, wait_for)
+
+SIZES = [0, 1, 511, 512, 513, MIB - 1, MIB, MIB + 1]
+
+
+def test_sizes_match_docker_cp(mount, container):
+    c = container()
+    c.exec("mkdir", "/sizes")
+    for n in SIZES:
+        c.sh('head -c "$1" /dev/urandom > "$2"', str(n), f"/sizes/f{n}")
+    m = mount()
+    wrong = {}
+    for n in SIZES:
+        want = c.cp_out(f"/sizes/f{n}")
+        assert len(want) == n
+        got = call_with_timeout(read_file, m.p(c, f"/sizes/f{n}"))
+        if got != want:
+            wrong[n] = f"got {len(got)} bytes, sha256 {hashlib.sha256(got).hexdigest()[:12]}"
+        assert os.path.getsize(m.p(c, f"/sizes/f{n}")) == n
+    assert not wrong, f"contents differ from docker cp for sizes {wrong}"
+
+
+def test_random_access_reads(mount, container):
+    c = container()
+    size = 3 * MIB + 17
+    c.sh('head -c "$1" /dev/urandom > /ra', str(size))
+    want = c.cp_out("/ra")
+    m = mount()
+    rng = random.Random(1234)
+    offsets = [rng.randrange(0, size) for _ in range(150)]
+    offsets += list(range(size - 1, 0, -(size // 40)))  # walking backwards
+    offsets += [0, size - 1, size, size + 100, MIB - 1, MIB, 2 * MIB + 1]
+
+    def check():
+        bad = []
+        with open(m.p(c, "/ra"), "rb", buffering=0) as f:
+            for off in offsets:
+                n = rng.choice([1, 100, 4095, 4096, 4097, 65536, 200_000])
+                f.seek(off)
+                got = f.read(n)
+                # A read may return fewer bytes; read on until n or EOF.
+                while len(got) < n:
+                    more = f.read(n - len(got))
+                    if not more:
+                        break
+                    got += more
+                if got != want[off:off + n]:
+                    bad.append((off, n, len(got)))
+                p = os.pread(f.fileno(), 512, off)
+                if p != want[off:off + 512][:len(p)] or (off + 512 <= size and len(p) == 0):
+                    bad.append(("pread", off, len(p)))
+        return bad
+
+    bad = call_with_timeout(check, timeout=240)
+    assert not bad, f"{len(bad)} mismatched reads, first ones: {bad[:10]}"
+
+
+def test_large_file_matches_docker_cp(mount, container, big_file):
+    path, digest = big_file
+    c = container()
+    c.cp_in(path, "/big.bin")
+    assert c.cp_sha256("/big.bin") == digest
+    m = mount()
+    assert os.path.getsize(m.p(c, "/big.bin")) == os.path.getsize(path)
+    assert call_with_timeout(sha256_file, m.p(c, "/big.bin"), timeout=240) == digest
+
+
+def test_peak_memory_while_copying_large_file(mount, container, big_file, tmp_path):
+    path, digest = big_file
+    c = container()
+    c.cp_in(path, "/big.bin")
+    m = mount()
+    out = tmp_path / "copy.bin"
+    r = subprocess.run(["cp", m.p(c, "/big.bin"), str(out)], stdin=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=240)
+    assert r.returncode == 0, r.stderr
+    hwm_kib = m.status("VmHWM")
+    assert sha256_file(str(out)) == digest
+    out.unlink()
+    if SANITIZED:
+        pytest.skip(f"peak memory not checked in a sanitizer build (VmHWM {hwm_kib} kB)")
+    assert hwm_kib < 32 * 1024, f"ctrfs peak RSS {hwm_kib} kB while copying 200 MiB"
+
+
+def test_read_resumes_after_idle_handle(mount, container):
+    c = container()
+    size = 64 * MIB
+    c.sh('head -c "$1" /dev/urandom > /idle', str(size))
+    want = c.cp_out("/idle")
+    m = mount()
+    f = open(m.p(c, "/idle"), "rb", buffering=0)
+    try:
+        first = call_with_timeout(f.read, MIB)
+        assert first == want[:len(first)] and first
+        time.sleep(3)
+        # While the handle sits idle, nothing may hold the container's lock.
+        r = c.docker("exec", c.name, "true", check=False, timeout=20)
+        assert r.returncode == 0, r.stderr
+        pos = len(first)
+        nxt = call_with_timeout(f.read, MIB)
+        assert nxt == want[pos:pos + len(nxt)] and nxt, "bytes after the idle period differ"
+        pos += len(nxt)
+
+        def rest():
+            h = hashlib.sha256()
+            while True:
+                b = f.read(MIB)
+                if not b:
+                    return h.hexdigest()
+                h.update(b)
+
+        assert call_with_timeout(rest, timeout=120) == hashlib.sha256(want[pos:]).hexdigest()
+    finally:
+        f.close()
+
+
+def test_grep_recursive(mount, container):
+    c = container()
+    c.sh("""
+        mkdir -p /tree/a/b/c /tree/d /tree/e
+        echo 'nothing here' > /tree/top
+        echo 'the needle is here' > /tree/a/one
+        echo 'no match' > /tree/a/b/two
+        printf 'x\\nneedle\\ny\\n' > /tree/a/b/c/three
+        head -c 100000 /dev/zero > /tree/d/zeros
+        echo 'needle' > /tree/e/four
+    """)
+    inside = set(c.exec("grep", "-rl", "needle", "/tree").decode().split())
+    assert inside == {"/tree/a/one", "/tree/a/b/c/three", "/tree/e/four"}
+    m = mount()
+    root = m.p(c, "/tree")
+    r = subprocess.run(["grep", "-rl", "needle", root], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 0, r.stderr
+    found = {"/tree" + p[len(root):] for p in r.stdout.decode().split()}
+    assert found == inside
+    assert not r.stderr
+
+
+def test_shell_less_container_reads(mount, container):
+    c = container("static")
+    m = mount()
+    names = m.listdir(m.p(c))
+    assert "pause" in names and "data" in names
+    assert call_with_timeout(read_file, m.p(c, "/pause")) == c.cp_out("/pause")
+    for name, (data, *_rest) in STATIC_FILES.items():
+        got = call_with_timeout(read_file, m.p(c, name))
+        assert got == data == c.cp_out("/" + name), name
+
+
+def test_stopped_container_readable_with_all(mount, container):
+    c = container()
+    c.sh('head -c 300000 /dev/urandom > /kept; echo small > /small')
+    c.docker("stop", "-t", "0", c.id)
+    assert c.state() == "exited"
+    m = mount("-o", "all")
+    assert c.name in m.listdir()
+    assert call_with_timeout(read_file, m.p(c, "/kept")) == c.cp_out("/kept")
+    assert call_with_timeout(read_file, m.p(c, "/small")) == b"small\n"
+
+
+def test_nonexistent_path_is_enoent(mount, container):
+    c = container()
+    m = mount()
+    for p in ("/no-such-file", "/etc/no-such-file", "/no/such/dir/file"):
+        e = errno_of(os.stat, m.p(c, p))
+        assert e == errno.ENOENT, (p, errname(e))
+        e = errno_of(open, m.p(c, p), "rb")
+        assert e == errno.ENOENT, (p, errname(e))
+    e = errno_of(os.listdir, m.p(c, "/no-such-dir"))
+    assert e == errno.ENOENT, errname(e)
+
+
+def test_container_removed_during_read(mount, container, big_file):
+    path, digest = big_file
+    victim, other = container(), container()
+    victim.cp_in(path, "/big.bin")
+    other.write("/still-here", b"still here\n")
+    m = mount()
+    f = open(m.p(victim, "/big.bin"), "rb", buffering=0)
+    error = None
+    try:
+        got = 0
+        while got < 8 * MIB:
+            b = call_with_timeout(f.read, MIB)
+            assert b
+            got += len(b)
+        # The handle is idle now, so ctrfs holds no request that would block
+        # the removal.
+        victim.docker("rm", "-f", victim.id, timeout=60)
+
+        def read_to_end():
+            while f.read(MIB):
+                pass
+
+        try:
+            call_with_timeout(read_to_end, timeout=120)
+        except OSError as e:
+            error = e
+    finally:
+        f.close()
+    assert error is not None, "reading a removed container's file to the end succeeded"
+    assert error.errno in (errno.EIO, errno.ENOENT), errname(error.errno)
+    assert m.alive(), "ctrfs died"
+    assert wait_for(lambda: victim.name not in m.listdir()), "removed container still listed"
+    assert call_with_timeout(read_file, m.p(other, "/still-here")) == b"still here\n"
+
