@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "cache.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct node {
+	struct node *next;
+	uint64_t hash;
+	char *key; /* ns '\0' path '\0' */
+	size_t keylen;
+	struct cache_attr attr;
+	char *link;
+	char *names; /* listing: packed names, or NULL */
+	size_t nnames;
+	size_t names_bytes;
+	long snapshot;
+};
+
+struct cache {
+	pthread_mutex_t lock;
+	struct node **buckets;
+	size_t nbuckets;
+	size_t count;
+	size_t max;
+};
+
+static uint64_t fnv1a(const char *s, size_t len)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Builds the key in buf; returns its length or 0 when it does not fit. */
+static size_t make_key(char *buf, size_t buflen, const char *ns,
+		       const char *path)
+{
+	size_t a = strlen(ns) + 1, b = strlen(path) + 1;
+
+	if (a + b > buflen)
+		return 0;
+	memcpy(buf, ns, a);
+	memcpy(buf + a, path, b);
+	return a + b;
+}
+
+struct cache *cache_new(size_t max_entries)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->nbuckets = 1024;
+	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+	if (!c->buckets) {
+		free(c);
+		return NULL;
+	}
+	c->max = max_entries;
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+static void node_free(struct node *n)
+{
+	free(n->key);
+	free(n->link);
+	free(n->names);
+	free(n);
+}
+
+static void clear_locked(struct cache *c)
+{
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct node *n = c->buckets[i], *next;
+
+		for (; n; n = next) {
+			next = n->next;
+			node_free(n);
+		}
+		c->buckets[i] = NULL;
+	}
+	c->count = 0;
+}
+
+void cache_free(struct cache *c)
+{
+	if (!c)
+		return;
+	clear_locked(c);
+	free(c->buckets);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static struct node **find_slot(struct cache *c, const char *key, size_t len,
+			       uint64_t h)
+{
+	struct node **pp = &c->buckets[h % c->nbuckets];
+
+	for (; *pp; pp = &(*pp)->next)
+		if ((*pp)->hash == h && (*pp)->keylen == len &&
+		    memcmp((*pp)->key, key, len) == 0)
+			return pp;
+	return pp;
+}
+
+static struct node *lookup(struct cache *c, const char *ns, const char *path)
+{
+	char key[8192];
+	size_t len = make_key(key, sizeof(key), ns, path);
+
+	if (!len)
+		return NULL;
+	return *find_slot(c, key, len, fnv1a(key, len));
+}
+
+static void grow(struct cache *c)
+{
+	size_t nb = c->nbuckets * 2;
+	struct node **b = calloc(nb, sizeof(*b));
+
+	if (!b)
+		return;
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct node *n = c->buckets[i], *next;
+
+		for (; n; n = next) {
+			next = n->next;
+			n->next = b[n->hash % nb];
+			b[n->hash % nb] = n;
+		}
+	}
+	free(c->buckets);
+	c->buckets = b;
+	c->nbuckets = nb;
+}
+
+int cache_get(struct cache *c, const char *ns, const char *path,
+	      struct cache_attr *attr, char *link, size_t linklen)
+{
+	struct node *n;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n) {
+		*attr = n->attr;
+		if (link && linklen) {
+			link[0] = '\0';
+			size_t l = n->link ? strlen(n->link) : 0;
+
+			if (n->link && l < linklen)
+				memcpy(link, n->link, l + 1);
+			else
+				attr->flags &= ~CACHE_LINK;
+		}
+		ret = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static void drop_listing(struct node *n)
+{
+	free(n->names);
+	n->names = NULL;
+	n->nnames = 0;
+	n->names_bytes = 0;
+}
+
+/* Applies the merge rules of cache_put() to an existing node. */
+static void merge(struct node *n, const struct cache_attr *attr,
+		  const char *link)
+{
+	struct cache_attr old = n->attr;
+	bool same_type =
+	    (old.st.st_mode & S_IFMT) == (attr->st.st_mode & S_IFMT);
+	bool same_mtime = old.st.st_mtim.tv_sec == attr->st.st_mtim.tv_sec;
+
+	n->attr = *attr;
+	if (!(attr->flags & CACHE_OWNER) && (old.flags & CACHE_OWNER) &&
+	    same_type) {
+		n->attr.st.st_uid = old.st.st_uid;
+		n->attr.st.st_gid = old.st.st_gid;
+		n->attr.st.st_nlink = old.st.st_nlink;
+		n->attr.flags |= CACHE_OWNER;
+	}
+	if (link) {
+		free(n->link);
+		n->link = strdup(link);
+		n->attr.flags |= n->link ? CACHE_LINK : 0;
+	} else if (n->link && same_type && same_mtime &&
+		   S_ISLNK(attr->st.st_mode)) {
+		n->attr.flags |= CACHE_LINK;
+	} else {
+		free(n->link);
+		n->link = NULL;
+		n->attr.flags &= ~CACHE_LINK;
+	}
+	if (n->names && !(same_type && same_mtime &&
+			  attr->st.st_mtim.tv_sec + 1 < n->snapshot))
+		drop_listing(n);
+}
+
+bool cache_put(struct cache *c, const char *ns, const char *path,
+	       const struct cache_attr *attr, const char *link)
+{
+	char key[8192];
+	size_t len = make_key(key, sizeof(key), ns, path);
+	uint64_t h = fnv1a(key, len);
+	struct node **pp, *n;
+	bool full;
+
+	if (!len)
+		return true;
+	pthread_mutex_lock(&c->lock);
+	pp = find_slot(c, key, len, h);
+	if (*pp) {
+		merge(*pp, attr, link);
+		goto out;
+	}
+	if (c->count >= c->max) {
+		clear_locked(c);
+		pp = find_slot(c, key, len, h);
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		goto out;
+	n->key = malloc(len);
+	if (!n->key) {
+		free(n);
+		goto out;
+	}
+	memcpy(n->key, key, len);
+	n->keylen = len;
+	n->hash = h;
+	n->attr = *attr;
+	n->attr.flags &= ~CACHE_LINK;
+	if (link) {
+		n->link = strdup(link);
+		if (n->link)
+			n->attr.flags |= CACHE_LINK;
+	}
+	*pp = n;
+	c->count++;
+	if (c->count > c->nbuckets)
+		grow(c);
+out:
+	full = c->count >= c->max - c->max / 8;
+	pthread_mutex_unlock(&c->lock);
+	return full;
+}
+
+void cache_touch(struct cache *c, const char *ns, const char *path, double now)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n)
+		n->attr.validated = now;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void parent_of(const char *path, char *out, size_t outlen)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash ? (size_t)(slash - path) : 0;
+
+	if (n == 0)
+		n = 1;
+	if (n >= outlen)
+		n = outlen - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
+}
+
+static void unlink_node(struct cache *c, struct node *victim)
+{
+	struct node **pp = &c->buckets[victim->hash % c->nbuckets];
+
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == victim) {
+			*pp = victim->next;
+			node_free(victim);
+			c->count--;
+			return;
+		}
+	}
+}
+
+void cache_remove(struct cache *c, const char *ns, const char *path)
+{
+	char parent[4096];
+	struct node *n;
+
+	parent_of(path, parent, sizeof(parent));
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n)
+		unlink_node(c, n);
+	if (strcmp(parent, path) != 0) {
+		n = lookup(c, ns, parent);
+		if (n)
+			drop_listing(n);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_drop_ns(struct cache *c, const char *ns)
+{
+	size_t nslen = strlen(ns) + 1;
+
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct node **pp = &c->buckets[i];
+
+		while (*pp) {
+			struct node *n = *pp;
+
+			if (n->keylen > nslen &&
+			    memcmp(n->key, ns, nslen) == 0) {
+				*pp = n->next;
+				node_free(n);
+				c->count--;
+			} else {
+				pp = &n->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
+		      const char *names, size_t count, size_t bytes,
+		      long snapshot)
+{
+	struct node *n;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, dirpath);
+	if (n && S_ISDIR(n->attr.st.st_mode)) {
+		char *copy = malloc(bytes ? bytes : 1);
+
+		ret = -ENOMEM;
+		if (copy) {
+			memcpy(copy, names, bytes);
+			drop_listing(n);
+			n->names = copy;
+			n->nnames = count;
+			n->names_bytes = bytes;
+			n->snapshot = snapshot;
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+int cache_listing(struct cache *c, const char *ns, const char *dirpath,
+		  struct cache_listing *out)
+{
+	char child[8192];
+	size_t dlen = strlen(dirpath);
+	struct node *dir;
+	const char *p;
+	int ret = -ENOENT;
+
+	memset(out, 0, sizeof(*out));
+	if (dlen == 1)
+		dlen = 0; /* the root: children are "/name" */
+	pthread_mutex_lock(&c->lock);
+	dir = lookup(c, ns, dirpath);
+	if (!dir || !dir->names)
+		goto out_unlock;
+	ret = -ENOMEM;
+	out->ents = calloc(dir->nnames ? dir->nnames : 1, sizeof(*out->ents));
+	out->names = malloc(dir->names_bytes ? dir->names_bytes : 1);
+	if (!out->ents || !out->names)
+		goto out_unlock;
+	memcpy(out->names, dir->names, dir->names_bytes);
+	p = out->names;
+	for (size_t i = 0; i < dir->nnames; i++) {
+		size_t nlen = strlen(p);
+		struct node *cn;
+
+		ret = -ESTALE;
+		if (dlen + 1 + nlen + 1 > sizeof(child))
+			goto out_unlock;
+		memcpy(child, dirpath, dlen);
+		child[dlen] = '/';
+		memcpy(child + dlen + 1, p, nlen + 1);
+		cn = lookup(c, ns, child);
+		if (!cn)
+			goto out_unlock;
+		out->ents[i].name = p;
+		out->ents[i].st = cn->attr.st;
+		p += nlen + 1;
+	}
+	out->n = dir->nnames;
+	ret = 0;
+out_unlock:
+	pthread_mutex_unlock(&c->lock);
+	if (ret < 0)
+		cache_listing_free(out);
+	return ret;
+}
+
+void cache_listing_free(struct cache_listing *l)
+{
+	free(l->ents);
+	free(l->names);
+	memset(l, 0, sizeof(*l));
+}
+
+size_t cache_count(struct cache *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->count;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The metadata cache: attributes, raw symlink targets and directory listings
+ * of container paths, keyed by (namespace, path) where the namespace is the
+ * container id. Thread-safe; every getter copies out, so callers never hold
+ * pointers into the cache. Bounded: past max_entries everything is dropped
+ * (it is only a cache) before the new entry goes in.
+ */
+#ifndef CTRFS_CACHE_H
+#define CTRFS_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#define CACHE_OWNER 1u /* uid, gid and nlink come from a tar header */
+#define CACHE_LINK  2u /* the raw symlink target is known */
+
+struct cache_attr {
+	struct stat st;
+	double validated; /* now_mono() of the last confirmation */
+	unsigned flags;
+};
+
+struct cache_listent {
+	const char *name;
+	struct stat st;
+};
+
+/* A copied-out directory listing; free with cache_listing_free(). */
+struct cache_listing {
+	size_t n;
+	struct cache_listent *ents;
+	char *names;
+};
+
+struct cache;
+
+struct cache *cache_new(size_t max_entries);
+void cache_free(struct cache *c);
+
+/* 0 and a copy of the entry (and its raw link target, when link is not
+ * NULL and CACHE_LINK is set), or -ENOENT. */
+int cache_get(struct cache *c, const char *ns, const char *path,
+	      struct cache_attr *attr, char *link, size_t linklen);
+
+/*
+ * Stores what the engine said of a path. Merges with what was known: an
+ * attr without CACHE_OWNER keeps the known owner, a symlink with the same
+ * mtime keeps its known target, and a directory keeps its listing only when
+ * its mtime is unchanged and older than the listing's snapshot by more than
+ * a second (mtimes in whole seconds cannot order changes within one).
+ * Returns true when the cache is nearly full, so bulk loaders can stop
+ * recording what nobody asked for.
+ */
+bool cache_put(struct cache *c, const char *ns, const char *path,
+	       const struct cache_attr *attr, const char *link);
+
+/* Marks an entry confirmed at time now. */
+void cache_touch(struct cache *c, const char *ns, const char *path, double now);
+
+/* Forgets a path and the listing of its parent directory. */
+void cache_remove(struct cache *c, const char *ns, const char *path);
+
+/* Forgets everything of a namespace (a container that went away). */
+void cache_drop_ns(struct cache *c, const char *ns);
+
+/*
+ * Stores the complete listing of dirpath (which must be cached already):
+ * count names packed one after another, each NUL-terminated, in names.
+ * snapshot is the wall-clock second when the engine began to produce it.
+ */
+int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
+		      const char *names, size_t count, size_t bytes,
+		      long snapshot);
+
+/* Copies out the listing of dirpath with each child's attributes: 0,
+ * -ENOENT when no complete listing is cached, -ESTALE when a child has been
+ * evicted since. */
+int cache_listing(struct cache *c, const char *ns, const char *dirpath,
+		  struct cache_listing *out);
+void cache_listing_free(struct cache_listing *l);
+
+/* Number of entries, for tests and debug logs. */
+size_t cache_count(struct cache *c);
+
+#endif

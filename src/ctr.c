@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "ctr.h"
+#include "engine.h"
+#include "log.h"
+#include "pathmap.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct ctr_priv {
+	struct ctr pub; /* first: ctr_put() casts back */
+	int refs;
+	bool listed;
+	bool inspected; /* tmpfs mounts are fixed at creation */
+	bool warned;
+	char *tmpfs; /* packed NUL-terminated mount points */
+	size_t ntmpfs;
+	struct ctr_priv *next;
+};
+
+struct ctr_table {
+	struct engine *e;
+	bool all;
+	double ttl;
+	ctr_gone_fn gone;
+	void *gone_ctx;
+	pthread_mutex_t lock;
+	pthread_mutex_t refresh_lock;
+	struct ctr_priv *head;
+	double refreshed;
+	int last_err;
+};
+
+struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
+				ctr_gone_fn gone, void *ctx)
+{
+	struct ctr_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	t->e = e;
+	t->all = all;
+	t->ttl = ttl;
+	t->gone = gone;
+	t->gone_ctx = ctx;
+	t->refreshed = -1e9;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->refresh_lock, NULL);
+	return t;
+}
+
+static void priv_free(struct ctr_priv *p)
+{
+	free(p->tmpfs);
+	free(p);
+}
+
+void ctr_table_free(struct ctr_table *t)
+{
+	struct ctr_priv *p, *next;
+
+	if (!t)
+		return;
+	for (p = t->head; p; p = next) {
+		next = p->next;
+		priv_free(p);
+	}
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->refresh_lock);
+	free(t);
+}
+
+static bool visible_state(const char *state, bool all)
+{
+	return all || strcmp(state, "running") == 0 ||
+	       strcmp(state, "paused") == 0 || strcmp(state, "restarting") == 0;
+}
+
+static struct ctr_priv *find_id(struct ctr_table *t, const char *id)
+{
+	for (struct ctr_priv *p = t->head; p; p = p->next)
+		if (p->listed && strcmp(p->pub.id, id) == 0)
+			return p;
+	return NULL;
+}
+
+/* Applies one entry of GET /containers/json to the table. */
+static void apply_entry(struct ctr_table *t, struct json_object *o,
+			bool *seen_new)
+{
+	struct json_object *id, *names, *state, *n0;
+	const char *name;
+	struct ctr_priv *p;
+
+	if (!json_object_object_get_ex(o, "Id", &id) ||
+	    !json_object_object_get_ex(o, "Names", &names) ||
+	    !json_object_object_get_ex(o, "State", &state) ||
+	    !json_object_is_type(names, json_type_array) ||
+	    json_object_array_length(names) < 1)
+		return;
+	n0 = json_object_array_get_idx(names, 0);
+	name = json_object_get_string(n0);
+	if (!name)
+		return;
+	while (*name == '/')
+		name++;
+	if (!*name || strchr(name, '/'))
+		return;
+	p = find_id(t, json_object_get_string(id));
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return;
+		snprintf(p->pub.id, sizeof(p->pub.id), "%s",
+			 json_object_get_string(id));
+		p->listed = true;
+		p->refs = 1;
+		p->next = t->head;
+		t->head = p;
+		*seen_new = true;
+	}
+	/* a struct ctr may be read by others while we write: names and
+	 * states change rarely, and a torn read only mislabels a log line */
+	snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+	snprintf(p->pub.state, sizeof(p->pub.state), "%s",
+		 json_object_get_string(state));
+	p->pub.running = strcmp(p->pub.state, "running") == 0 ||
+			 strcmp(p->pub.state, "paused") == 0;
+}
+
+static int refresh(struct ctr_table *t)
+{
+	struct engine_reply r;
+	struct json_object *root;
+	struct ctr_priv **pp;
+	bool seen_new = false;
+	char msg[256];
+	int ret;
+
+	ret = engine_request(t->e, "GET", "/containers/json?all=1", &r);
+	if (ret < 0)
+		return -EIO;
+	if (r.status != 200) {
+		log_err("cannot list containers: %s",
+			engine_reply_message(&r, msg, sizeof(msg)));
+		engine_reply_free(&r);
+		return -EIO;
+	}
+	root = r.body ? json_tokener_parse(r.body) : NULL;
+	engine_reply_free(&r);
+	if (!root || !json_object_is_type(root, json_type_array)) {
+		log_err("cannot list containers: malformed reply");
+		json_object_put(root);
+		return -EIO;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (struct ctr_priv *p = t->head; p; p = p->next)
+		p->pub.state[0] = '\0'; /* unseen so far */
+	for (size_t i = 0; i < json_object_array_length(root); i++)
+		apply_entry(t, json_object_array_get_idx(root, i), &seen_new);
+	for (pp = &t->head; *pp;) {
+		struct ctr_priv *p = *pp;
+
+		if (p->pub.state[0] == '\0' && p->listed) {
+			p->listed = false;
+			if (t->gone)
+				t->gone(t->gone_ctx, p->pub.id);
+			p->refs--;
+		}
+		if (!p->listed && p->refs == 0) {
+			*pp = p->next;
+			priv_free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	json_object_put(root);
+	return 0;
+}
+
+/* Refreshes the list when older than the TTL; one refresher at a time. */
+static int ensure_fresh(struct ctr_table *t)
+{
+	int ret;
+
+	pthread_mutex_lock(&t->refresh_lock);
+	if (now_mono() - t->refreshed < t->ttl) {
+		ret = t->last_err;
+	} else {
+		ret = refresh(t);
+		t->last_err = ret;
+		t->refreshed = now_mono();
+	}
+	pthread_mutex_unlock(&t->refresh_lock);
+	return ret;
+}
+
+int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out)
+{
+	int ret = ensure_fresh(t);
+
+	if (ret < 0)
+		return ret;
+	ret = -ENOENT;
+	pthread_mutex_lock(&t->lock);
+	for (struct ctr_priv *p = t->head; p; p = p->next) {
+		if (p->listed && strcmp(p->pub.name, name) == 0 &&
+		    visible_state(p->pub.state, t->all)) {
+			p->refs++;
+			*out = &p->pub;
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void ctr_put(struct ctr_table *t, struct ctr *c)
+{
+	struct ctr_priv *p = (struct ctr_priv *)c;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&t->lock);
+	p->refs--;
+	pthread_mutex_unlock(&t->lock);
+	/* unlisted, unreferenced entries are reaped by the next refresh */
+}
+
+int ctr_names(struct ctr_table *t, char **names, size_t *count)
+{
+	size_t bytes = 0, n = 0;
+	char *buf, *w;
+	int ret = ensure_fresh(t);
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	for (struct ctr_priv *p = t->head; p; p = p->next)
+		if (p->listed && visible_state(p->pub.state, t->all))
+			bytes += strlen(p->pub.name) + 1;
+	buf = malloc(bytes + 1);
+	if (!buf) {
+		pthread_mutex_unlock(&t->lock);
+		return -ENOMEM;
+	}
+	w = buf;
+	for (struct ctr_priv *p = t->head; p; p = p->next) {
+		if (p->listed && visible_state(p->pub.state, t->all)) {
+			size_t l = strlen(p->pub.name) + 1;
+
+			memcpy(w, p->pub.name, l);
+			w += l;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	*names = buf;
+	*count = n;
+	return 0;
+}
+
+/* Collects the container's tmpfs mount points from GET /containers/{id}/json
+ * (HostConfig.Tmpfs and Mounts of type tmpfs). */
+static int inspect(struct ctr_table *t, struct ctr_priv *p)
+{
+	struct json_object *root, *hc, *tmpfs, *mounts;
+	struct engine_reply r;
+	char path[256], *buf = NULL;
+	size_t bytes = 0, n = 0;
+	int ret;
+
+	snprintf(path, sizeof(path), "/containers/%s/json", p->pub.id);
+	ret = engine_request(t->e, "GET", path, &r);
+	if (ret < 0)
+		return -EIO;
+	ret = engine_status_errno(r.status);
+	root = (ret == 0 && r.body) ? json_tokener_parse(r.body) : NULL;
+	engine_reply_free(&r);
+	if (ret < 0)
+		return ret;
+	if (!root)
+		return -EIO;
+#define ADD_MOUNT(dst)                                                         \
+	do {                                                                   \
+		size_t l_ = strlen(dst) + 1;                                   \
+		char *nb_ = realloc(buf, bytes + l_);                          \
+		if (nb_) {                                                     \
+			buf = nb_;                                             \
+			memcpy(buf + bytes, dst, l_);                          \
+			bytes += l_;                                           \
+			n++;                                                   \
+		}                                                              \
+	} while (0)
+	if (json_object_object_get_ex(root, "HostConfig", &hc) &&
+	    json_object_object_get_ex(hc, "Tmpfs", &tmpfs) &&
+	    json_object_is_type(tmpfs, json_type_object)) {
+		json_object_object_foreach(tmpfs, key, val)
+		{
+			(void)val;
+			ADD_MOUNT(key);
+		}
+	}
+	if (json_object_object_get_ex(root, "Mounts", &mounts) &&
+	    json_object_is_type(mounts, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+			struct json_object *m, *type, *dst;
+
+			m = json_object_array_get_idx(mounts, i);
+			if (json_object_object_get_ex(m, "Type", &type) &&
+			    json_object_object_get_ex(m, "Destination", &dst) &&
+			    strcmp(json_object_get_string(type), "tmpfs") == 0)
+				ADD_MOUNT(json_object_get_string(dst));
+		}
+	}
+#undef ADD_MOUNT
+	json_object_put(root);
+	pthread_mutex_lock(&t->lock);
+	if (!p->inspected) {
+		p->tmpfs = buf;
+		p->ntmpfs = n;
+		p->inspected = true;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(buf);
+	return 0;
+}
+
+int ctr_check_path(struct ctr_table *t, struct ctr *c, const char *path)
+{
+	struct ctr_priv *p = (struct ctr_priv *)c;
+	const char *m;
+	int ret = 0;
+
+	if (!p->inspected) {
+		ret = inspect(t, p);
+		if (ret < 0)
+			return ret;
+	}
+	m = p->tmpfs;
+	for (size_t i = 0; i < p->ntmpfs; i++, m += strlen(m) + 1) {
+		if (pathmap_is_under(path, m)) {
+			if (!p->warned)
+				log_err(
+				    "cannot serve '%s' in container '%s': it "
+				    "lies "
+				    "on the tmpfs mounted at '%s', which the "
+				    "archive API cannot see",
+				    path, c->name, m);
+			p->warned = true;
+			ret = -EOPNOTSUPP;
+			break;
+		}
+	}
+	return ret;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Containers: the list the engine reports, refreshed when older than its
+ * TTL, and what ctrfs needs to know of each (id, state, tmpfs mounts).
+ */
+#ifndef CTRFS_CTR_H
+#define CTRFS_CTR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct engine;
+
+/* Reference-counted: ctr_lookup() hands out a reference, ctr_put() drops
+ * it; the table holds one while the container is listed. */
+struct ctr {
+	char id[72];
+	char name[256];
+	char state[24];
+	bool running;
+};
+
+struct ctr_table;
+
+/* Called with the id of each container that left the engine's list. */
+typedef void (*ctr_gone_fn)(void *ctx, const char *id);
+
+struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
+				ctr_gone_fn gone, void *ctx);
+void ctr_table_free(struct ctr_table *t);
+
+/* 0 and a reference, -ENOENT when no such (visible) container, -EIO when
+ * the engine cannot be reached. */
+int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out);
+void ctr_put(struct ctr_table *t, struct ctr *c);
+
+/* The names of the visible containers, packed NUL-terminated in *names
+ * (free() it); 0 or -errno. */
+int ctr_names(struct ctr_table *t, char **names, size_t *count);
+
+/* 0, or -EOPNOTSUPP when path lies on a tmpfs mount of the container (the
+ * archive API would show what is under the tmpfs, not the tmpfs). */
+int ctr_check_path(struct ctr_table *t, struct ctr *c, const char *path);
+
+#endif

@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "engine.h"
+#include "log.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define POOL_MAX	16
+#define CURL_BUFSIZE	(256 * 1024)
+#define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
+#define REPLY_MAX	(64 * 1024 * 1024)
+#define CONNECT_TIMEOUT 10L
+
+struct engine {
+	char *url;	 /* as given, for messages */
+	char *base;	 /* "http://localhost" or "http://host:port" */
+	char *unix_path; /* or NULL */
+	char prefix[32]; /* "/v1.41" once negotiated */
+	long timeout;
+	CURLSH *share;
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t pool_lock;
+	CURL *easy_pool[POOL_MAX];
+	int n_easy;
+	char *buf_pool[POOL_MAX];
+	int n_buf;
+	bool down; /* the last attempt failed to reach the engine */
+};
+
+struct engine_stream {
+	struct engine *e;
+	CURL *easy;
+	CURLM *multi;
+	char *buf;
+	size_t len;
+	bool paused;
+	bool handed; /* buf was given to the reader, who is done with it */
+	bool done;
+	bool headers_done;
+	CURLcode result;
+	long status;
+	char errbody[1024];
+	size_t errlen;
+	off_t total;
+	double t0;
+	char what[256];
+};
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a,
+		       void *ctx)
+{
+	struct engine *e = ctx;
+
+	pthread_mutex_lock(&e->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ctx)
+{
+	struct engine *e = ctx;
+
+	pthread_mutex_unlock(&e->share_locks[data]);
+}
+
+static int parse_url(struct engine *e, const char *url)
+{
+	char buf[1024];
+
+	if (strncmp(url, "unix://", 7) == 0) {
+		if (url[7] != '/')
+			return -EINVAL;
+		e->unix_path = strdup(url + 7);
+		e->base = strdup("http://localhost");
+	} else if (strncmp(url, "tcp://", 6) == 0) {
+		const char *hp = url + 6;
+
+		if (!*hp)
+			return -EINVAL;
+		snprintf(buf, sizeof(buf), "http://%s%s", hp,
+			 strchr(hp, ':') ? "" : ":2375");
+		e->base = strdup(buf);
+	} else if (strncmp(url, "http://", 7) == 0) {
+		e->base = strdup(url);
+	} else {
+		return -EINVAL;
+	}
+	if (!e->base)
+		return -ENOMEM;
+	/* no trailing slash: paths start with one */
+	while (strlen(e->base) > 7 && e->base[strlen(e->base) - 1] == '/')
+		e->base[strlen(e->base) - 1] = '\0';
+	return 0;
+}
+
+int engine_new(const char *url, unsigned timeout, struct engine **out)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+	int ret;
+
+	if (!e)
+		return -ENOMEM;
+	e->timeout = timeout ? (long)timeout : 30;
+	e->url = strdup(url);
+	ret = e->url ? parse_url(e, url) : -ENOMEM;
+	if (ret < 0)
+		goto out_free;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&e->share_locks[i], NULL);
+	pthread_mutex_init(&e->pool_lock, NULL);
+	e->share = curl_share_init();
+	if (!e->share) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	curl_share_setopt(e->share, CURLSHOPT_LOCKFUNC, share_lock);
+	curl_share_setopt(e->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+	curl_share_setopt(e->share, CURLSHOPT_USERDATA, e);
+	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+	*out = e;
+	return 0;
+out_free:
+	free(e->url);
+	free(e->base);
+	free(e->unix_path);
+	free(e);
+	return ret;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < e->n_easy; i++)
+		curl_easy_cleanup(e->easy_pool[i]);
+	for (int i = 0; i < e->n_buf; i++)
+		free(e->buf_pool[i]);
+	curl_share_cleanup(e->share);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&e->share_locks[i]);
+	pthread_mutex_destroy(&e->pool_lock);
+	free(e->url);
+	free(e->base);
+	free(e->unix_path);
+	free(e);
+}
+
+const char *engine_url(const struct engine *e)
+{
+	return e->url;
+}
+
+/* Takes an easy handle from the pool (keeping its live connection) or
+ * makes one, and sets the options common to every call. */
+static CURL *easy_get(struct engine *e)
+{
+	CURL *h = NULL;
+
+	pthread_mutex_lock(&e->pool_lock);
+	if (e->n_easy > 0)
+		h = e->easy_pool[--e->n_easy];
+	pthread_mutex_unlock(&e->pool_lock);
+	if (h)
+		curl_easy_reset(h);
+	else
+		h = curl_easy_init();
+	if (!h)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_SHARE, e->share);
+	if (e->unix_path)
+		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)CURL_BUFSIZE);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	return h;
+}
+
+static void easy_put(struct engine *e, CURL *h)
+{
+	pthread_mutex_lock(&e->pool_lock);
+	if (e->n_easy < POOL_MAX) {
+		e->easy_pool[e->n_easy++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&e->pool_lock);
+	if (h)
+		curl_easy_cleanup(h);
+}
+
+static char *buf_get(struct engine *e)
+{
+	char *b = NULL;
+
+	pthread_mutex_lock(&e->pool_lock);
+	if (e->n_buf > 0)
+		b = e->buf_pool[--e->n_buf];
+	pthread_mutex_unlock(&e->pool_lock);
+	return b ? b : malloc(STREAM_BUFSIZE);
+}
+
+static void buf_put(struct engine *e, char *b)
+{
+	pthread_mutex_lock(&e->pool_lock);
+	if (e->n_buf < POOL_MAX) {
+		e->buf_pool[e->n_buf++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&e->pool_lock);
+	free(b);
+}
+
+/* The one place where a transport failure becomes an errno. */
+static int curl_errno(struct engine *e, CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	default:
+		return -EIO;
+	}
+}
+
+int engine_status_errno(long status)
+{
+	if (status >= 200 && status < 300)
+		return 0;
+	switch (status) {
+	case 304:
+		return 0;
+	case 400:
+		return -EINVAL;
+	case 401:
+	case 403:
+		return -EACCES;
+	case 404:
+		return -ENOENT;
+	case 409:
+		return -EBUSY;
+	default:
+		return -EIO;
+	}
+}
+
+/* Logs the transitions between reachable and unreachable once each. */
+static void note_reach(struct engine *e, CURLcode cc)
+{
+	bool unreachable = cc == CURLE_COULDNT_CONNECT ||
+			   cc == CURLE_COULDNT_RESOLVE_HOST ||
+			   cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
+			   cc == CURLE_GOT_NOTHING;
+
+	if (unreachable && !e->down)
+		log_err("engine at %s does not answer: %s", e->url,
+			curl_easy_strerror(cc));
+	else if (cc == CURLE_OK && e->down)
+		log_info("engine at %s answers again", e->url);
+	if (unreachable || cc == CURLE_OK)
+		e->down = unreachable;
+}
+
+struct reply_ctx {
+	struct engine_reply *r;
+	bool too_big;
+};
+
+static size_t reply_write(char *p, size_t size, size_t nmemb, void *data)
+{
+	struct reply_ctx *c = data;
+	struct engine_reply *r = c->r;
+	size_t n = size * nmemb;
+	char *nb;
+
+	if (r->len + n > REPLY_MAX) {
+		c->too_big = true;
+		return 0;
+	}
+	nb = realloc(r->body, r->len + n + 1);
+	if (!nb)
+		return 0;
+	memcpy(nb + r->len, p, n);
+	r->body = nb;
+	r->len += n;
+	r->body[r->len] = '\0';
+	return n;
+}
+
+/* Keeps the header value of name in out when line is that header. */
+static void grab_header(const char *line, size_t n, const char *name, char *out,
+			size_t outlen)
+{
+	size_t nl = strlen(name);
+	size_t vlen;
+
+	if (n <= nl + 1 || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+		return;
+	line += nl + 1;
+	n -= nl + 1;
+	while (n > 0 && (*line == ' ' || *line == '\t')) {
+		line++;
+		n--;
+	}
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == '\n'))
+		n--;
+	vlen = n < outlen - 1 ? n : outlen - 1;
+	memcpy(out, line, vlen);
+	out[vlen] = '\0';
+}
+
+static size_t reply_header(char *p, size_t size, size_t nmemb, void *data)
+{
+	struct reply_ctx *c = data;
+	size_t n = size * nmemb;
+
+	grab_header(p, n, "X-Docker-Container-Path-Stat", c->r->stat,
+		    sizeof(c->r->stat));
+	return n;
+}
+
+static int do_request(struct engine *e, const char *method, const char *url,
+		      struct engine_reply *r, char *api, size_t apilen)
+{
+	struct reply_ctx ctx = {.r = r};
+	double t0 = now_mono();
+	CURLcode cc;
+	CURL *h;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	h = easy_get(e);
+	if (!h)
+		return -ENOMEM;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &ctx);
+	cc = curl_easy_perform(h);
+	note_reach(e, cc);
+	if (cc == CURLE_OK) {
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+		if (api) {
+			struct curl_header *hd;
+
+			api[0] = '\0';
+			if (curl_easy_header(h, "Api-Version", 0, CURLH_HEADER,
+					     -1, &hd) == CURLHE_OK)
+				snprintf(api, apilen, "%s", hd->value);
+		}
+		ret = 0;
+	} else if (ctx.too_big) {
+		ret = -EFBIG;
+	} else {
+		ret = curl_errno(e, cc);
+	}
+	log_dbg("engine: %s %s -> %ld (%s) in %.1f ms", method, url, r->status,
+		curl_easy_strerror(cc), (now_mono() - t0) * 1e3);
+	if (cc == CURLE_OK)
+		easy_put(e, h);
+	else
+		curl_easy_cleanup(h);
+	if (ret < 0)
+		engine_reply_free(r);
+	return ret;
+}
+
+int engine_request(struct engine *e, const char *method, const char *path,
+		   struct engine_reply *r)
+{
+	char url[8192];
+
+	if ((size_t)snprintf(url, sizeof(url), "%s%s%s", e->base, e->prefix,
+			     path) >= sizeof(url))
+		return -ENAMETOOLONG;
+	return do_request(e, method, url, r, NULL, 0);
+}
+
+void engine_reply_free(struct engine_reply *r)
+{
+	free(r->body);
+	r->body = NULL;
+	r->len = 0;
+}
+
+/* Compares dotted versions "1.41" and "1.47". */
+static int version_cmp(const char *a, const char *b)
+{
+	unsigned long amaj = strtoul(a, (char **)&a, 10), bmaj;
+
+	bmaj = strtoul(b, (char **)&b, 10);
+	if (amaj != bmaj)
+		return amaj < bmaj ? -1 : 1;
+	amaj = *a == '.' ? strtoul(a + 1, NULL, 10) : 0;
+	bmaj = *b == '.' ? strtoul(b + 1, NULL, 10) : 0;
+	return amaj < bmaj ? -1 : amaj > bmaj;
+}
+
+int engine_ping(struct engine *e, char *msg, size_t msglen)
+{
+	struct engine_reply r;
+	const char *pin = getenv("DOCKER_API_VERSION");
+	char url[2048], api[24];
+	const char *use;
+	int ret;
+
+	snprintf(url, sizeof(url), "%s/_ping", e->base);
+	ret = do_request(e, "GET", url, &r, api, sizeof(api));
+	if (ret < 0) {
+		snprintf(msg, msglen, "cannot connect to engine at %s: %s",
+			 e->url, strerror(-ret));
+		return ret;
+	}
+	if (r.status != 200) {
+		snprintf(msg, msglen,
+			 "cannot connect to engine at %s: /_ping answered %ld",
+			 e->url, r.status);
+		engine_reply_free(&r);
+		return -EIO;
+	}
+	engine_reply_free(&r);
+	if (pin && *pin)
+		use = pin;
+	else if (api[0] && version_cmp(api, ENGINE_API_MAX) < 0)
+		use = api;
+	else
+		use = ENGINE_API_MAX;
+	snprintf(e->prefix, sizeof(e->prefix), "/v%s", use);
+	snprintf(msg, msglen, "engine at %s speaks API %s, using %s", e->url,
+		 api[0] ? api : "(unknown)", use);
+	return 0;
+}
+
+const char *engine_reply_message(const struct engine_reply *r, char *buf,
+				 size_t len)
+{
+	struct json_object *root, *m;
+
+	snprintf(buf, len, "engine answered %ld", r->status);
+	if (!r->body)
+		return buf;
+	root = json_tokener_parse(r->body);
+	if (root && json_object_object_get_ex(root, "message", &m) &&
+	    json_object_is_type(m, json_type_string))
+		snprintf(buf, len, "%s", json_object_get_string(m));
+	json_object_put(root);
+	return buf;
+}
+
+char *engine_escape(const char *s)
+{
+	return curl_easy_escape(NULL, s, 0);
+}
+
+void engine_free_string(char *s)
+{
+	curl_free(s);
+}
+
+static int archive_url(struct engine *e, const char *ctr, const char *path,
+		       char *url, size_t len)
+{
+	char *esc = engine_escape(path);
+	int n;
+
+	if (!esc)
+		return -ENOMEM;
+	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s", e->base,
+		     e->prefix, ctr, esc);
+	engine_free_string(esc);
+	return (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+int engine_archive_head(struct engine *e, const char *ctr, const char *path,
+			struct engine_reply *r)
+{
+	char url[16384];
+	int ret = archive_url(e, ctr, path, url, sizeof(url));
+
+	if (ret < 0)
+		return ret;
+	return do_request(e, "HEAD", url, r, NULL, 0);
+}
+
+static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)
+{
+	struct engine_stream *s = data;
+	size_t n = size * nmemb;
+
+	if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+		if (s->status >= 200)
+			s->headers_done = true;
+	}
+	return n;
+}
+
+static size_t stream_write(char *p, size_t size, size_t nmemb, void *data)
+{
+	struct engine_stream *s = data;
+	size_t n = size * nmemb;
+
+	if (s->status != 200) {
+		size_t room = sizeof(s->errbody) - 1 - s->errlen;
+		size_t k = n < room ? n : room;
+
+		memcpy(s->errbody + s->errlen, p, k);
+		s->errlen += k;
+		s->errbody[s->errlen] = '\0';
+		return n;
+	}
+	if (n > STREAM_BUFSIZE - s->len) {
+		s->paused = true;
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	s->total += (off_t)n;
+	return n;
+}
+
+/* Drives the transfer until it has data for the reader, has seen the
+ * response headers (when headers is set), or is over. */
+static int pump(struct engine_stream *s, bool headers)
+{
+	while (!s->done) {
+		CURLMsg *msg;
+		int running, left;
+		CURLMcode mc = curl_multi_perform(s->multi, &running);
+
+		if (mc != CURLM_OK)
+			return -EIO;
+		while ((msg = curl_multi_info_read(s->multi, &left))) {
+			if (msg->msg == CURLMSG_DONE) {
+				s->done = true;
+				s->result = msg->data.result;
+			}
+		}
+		if (s->len > 0 || s->paused)
+			break;
+		if (headers && s->headers_done)
+			break;
+		if (s->done)
+			break;
+		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
+		if (mc != CURLM_OK)
+			return -EIO;
+	}
+	return 0;
+}
+
+int engine_archive_get(struct engine *e, const char *ctr, const char *path,
+		       struct engine_stream **out, char *msg, size_t msglen)
+{
+	struct engine_stream *s = calloc(1, sizeof(*s));
+	char url[16384];
+	int ret;
+
+	msg[0] = '\0';
+	if (!s)
+		return -ENOMEM;
+	s->e = e;
+	s->t0 = now_mono();
+	snprintf(s->what, sizeof(s->what), "GET %s:%s", ctr, path);
+	ret = archive_url(e, ctr, path, url, sizeof(url));
+	if (ret < 0)
+		goto out_free;
+	ret = -ENOMEM;
+	s->buf = buf_get(e);
+	s->easy = easy_get(e);
+	s->multi = curl_multi_init();
+	if (!s->buf || !s->easy || !s->multi)
+		goto out_free;
+	curl_easy_setopt(s->easy, CURLOPT_URL, url);
+	curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, stream_write);
+	curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, stream_header);
+	curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
+	/* a stalled body fails after the timeout; a slow one does not */
+	curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_TIME, s->e->timeout);
+	curl_multi_add_handle(s->multi, s->easy);
+	ret = pump(s, true);
+	if (ret < 0)
+		goto out_free;
+	if (!s->headers_done) {
+		note_reach(e, s->result);
+		ret = s->result ? curl_errno(e, s->result) : -EIO;
+		snprintf(msg, msglen, "%s",
+			 s->result ? curl_easy_strerror(s->result)
+				   : "no reply");
+		goto out_free;
+	}
+	note_reach(e, CURLE_OK);
+	if (s->status != 200) {
+		struct engine_reply r = {.status = s->status};
+
+		while (!s->done && pump(s, false) == 0)
+			;
+		r.body = s->errbody;
+		engine_reply_message(&r, msg, msglen);
+		ret = engine_status_errno(s->status);
+		if (ret == 0)
+			ret = -EIO;
+		goto out_free;
+	}
+	*out = s;
+	return 0;
+out_free:
+	engine_stream_free(s);
+	return ret;
+}
+
+ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
+{
+	int ret;
+
+	if (s->handed) {
+		s->len = 0;
+		s->handed = false;
+	}
+	if (s->paused) {
+		s->paused = false;
+		curl_easy_pause(s->easy, CURLPAUSE_CONT);
+	}
+	ret = pump(s, false);
+	if (ret < 0)
+		return ret;
+	if (s->len > 0) {
+		*buf = s->buf;
+		s->handed = true;
+		return (ssize_t)s->len;
+	}
+	if (s->result != CURLE_OK) {
+		log_dbg("engine: %s failed after %lld bytes: %s", s->what,
+			(long long)s->total, curl_easy_strerror(s->result));
+		note_reach(s->e, s->result);
+		return curl_errno(s->e, s->result);
+	}
+	return 0;
+}
+
+void engine_stream_free(struct engine_stream *s)
+{
+	if (!s)
+		return;
+	log_dbg("engine: %s -> %ld, %lld bytes%s in %.1f ms", s->what,
+		s->status, (long long)s->total, s->done ? "" : " (aborted)",
+		(now_mono() - s->t0) * 1e3);
+	if (s->multi && s->easy)
+		curl_multi_remove_handle(s->multi, s->easy);
+	if (s->multi)
+		curl_multi_cleanup(s->multi);
+	if (s->easy) {
+		if (s->done && s->result == CURLE_OK)
+			easy_put(s->e, s->easy);
+		else
+			curl_easy_cleanup(s->easy);
+	}
+	if (s->buf)
+		buf_put(s->e, s->buf);
+	free(s);
+}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The HTTP client of the engine API (Docker Engine, or Podman's compatible
+ * API), over a unix socket or TCP. The only file that includes curl.
+ *
+ * Simple calls (JSON, HEAD) are whole requests with a bounded reply. An
+ * archive GET is a pull stream: the caller asks for the next block and the
+ * transfer advances only as far as that, so memory stays bounded by one
+ * stream buffer whatever the size of the body. Buffers and connections are
+ * pooled and reused across requests.
+ */
+#ifndef CTRFS_ENGINE_H
+#define CTRFS_ENGINE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define ENGINE_API_MAX "1.47"
+
+struct engine;
+struct engine_stream;
+
+struct engine_reply {
+	long status;
+	char *body; /* NUL-terminated, or NULL */
+	size_t len;
+	char stat[4096]; /* X-Docker-Container-Path-Stat, or "" */
+};
+
+/*
+ * url: unix:///path, tcp://host:port or http://host:port. timeout: seconds
+ * a call may stall before it fails. Returns 0 or -errno (-EINVAL: bad URL).
+ */
+int engine_new(const char *url, unsigned timeout, struct engine **out);
+void engine_free(struct engine *e);
+const char *engine_url(const struct engine *e);
+
+/* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
+ * it). 0 or -errno, with a message in msg. */
+int engine_ping(struct engine *e, char *msg, size_t msglen);
+
+/*
+ * One whole request; path is below the version prefix ("/containers/json")
+ * and already escaped. Returns 0 when the engine replied (whatever the
+ * status; see engine_status_errno()), or -errno when it could not be
+ * reached. Free the reply with engine_reply_free().
+ */
+int engine_request(struct engine *e, const char *method, const char *path,
+		   struct engine_reply *r);
+void engine_reply_free(struct engine_reply *r);
+
+/* The errno for an HTTP status: 0 for 2xx, -ENOENT for 404, ... */
+int engine_status_errno(long status);
+
+/* The "message" of an engine error body, or a generic text. */
+const char *engine_reply_message(const struct engine_reply *r, char *buf,
+				 size_t len);
+
+/* URL-escapes s for a query value; free with engine_free_string(). */
+char *engine_escape(const char *s);
+void engine_free_string(char *s);
+
+/* HEAD /containers/{id}/archive?path=P. */
+int engine_archive_head(struct engine *e, const char *ctr, const char *path,
+			struct engine_reply *r);
+
+/*
+ * GET /containers/{id}/archive?path=P as a stream. 0 when the engine
+ * answered 200 and the body can be read; else -errno (-ENOENT for 404),
+ * and msg holds the engine's reason.
+ */
+int engine_archive_get(struct engine *e, const char *ctr, const char *path,
+		       struct engine_stream **out, char *msg, size_t msglen);
+
+/* Next block of the body: its length, 0 at a clean end, or -errno. The
+ * block stays valid until the next call. */
+ssize_t engine_stream_read(struct engine_stream *s, const void **buf);
+
+/* Ends the stream; a transfer not read to the end is aborted, which
+ * releases the container's lock in the engine at once. */
+void engine_stream_free(struct engine_stream *s);
+
+#endif

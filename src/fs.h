@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The FUSE filesystem: the only file that includes the FUSE headers. */
+#ifndef CTRFS_FS_H
+#define CTRFS_FS_H
+
+#include <stdbool.h>
+
+struct engine;
+
+struct fs_config {
+	bool all;	     /* show stopped containers too */
+	double attr_timeout; /* seconds metadata is trusted */
+	double idle_close;   /* seconds before an idle GET is closed */
+};
+
+/*
+ * Mounts on mountpoint with the FUSE arguments in argv (which must hold
+ * the program name first) and serves until unmounted. The engine must
+ * answer already; it is used after daemonizing. Returns the exit status.
+ */
+int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
+	    bool debug, bool single_thread, unsigned max_idle_threads,
+	    struct engine *e, const struct fs_config *cfg);
+
+/* Writes the FUSE library's own options to stdout. */
+void fs_lib_help(void);
+
+#endif

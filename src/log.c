@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+static bool use_stderr = true;
+static bool debug_on;
+
+void log_init(bool to_stderr, bool debug)
+{
+	use_stderr = to_stderr;
+	debug_on = debug;
+	if (!to_stderr)
+		openlog("ctrfs", LOG_PID, LOG_DAEMON);
+}
+
+bool log_debug_enabled(void)
+{
+	return debug_on;
+}
+
+void log_msg(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (use_stderr) {
+		char line[1024];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		fprintf(stderr, "ctrfs: %s\n", line);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}

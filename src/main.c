@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* ctrfs: mounts the containers of a Docker (or Podman) engine. */
+#include "config.h"
+
+#include "engine.h"
+#include "fs.h"
+#include "log.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+/* option parsing only: the filesystem itself is in fs.c */
+#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <locale.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_HOST "unix:///var/run/docker.sock"
+
+struct options {
+	char *host;
+	int all;
+	int allow_other;
+	double attr_timeout;
+	unsigned timeout;
+};
+
+enum { KEY_ALLOW_OTHER, KEY_DISCARD };
+
+#define OPT(t, p)                                                              \
+	{                                                                      \
+		t, offsetof(struct options, p), 1                              \
+	}
+static const struct fuse_opt ctrfs_opts[] = {
+    OPT("host=%s", host),
+    OPT("all", all),
+    OPT("attr_timeout=%lf", attr_timeout),
+    OPT("timeout=%u", timeout),
+    FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+    /* fstab-only options */
+    FUSE_OPT_KEY("_netdev", KEY_DISCARD),
+    FUSE_OPT_KEY("noauto", KEY_DISCARD),
+    FUSE_OPT_KEY("auto", KEY_DISCARD),
+    FUSE_OPT_KEY("user", KEY_DISCARD),
+    FUSE_OPT_KEY("users", KEY_DISCARD),
+    FUSE_OPT_KEY("nofail", KEY_DISCARD),
+    FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct options *o = data;
+
+	switch (key) {
+	case KEY_ALLOW_OTHER:
+		o->allow_other = 1;
+		return 1; /* keep it for FUSE */
+	case KEY_DISCARD:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n\n"
+	       "Mounts every container of a Docker Engine (or Podman's Docker-"
+	       "compatible API)\nas a directory named after the container.\n\n"
+	       "ctrfs options:\n"
+	       "    -o host=URL            engine: unix:///path or "
+	       "tcp://host:port\n"
+	       "                           (default: $DOCKER_HOST, else %s)\n"
+	       "    -o all                 also show stopped containers "
+	       "(default: running only)\n"
+	       "    -o attr_timeout=SECS   how long metadata is trusted "
+	       "before it is\n"
+	       "                           revalidated (default: 1)\n"
+	       "    -o timeout=SECS        how long an engine call may stall "
+	       "(default: 30)\n"
+	       "    -o allow_other         let other users in, with "
+	       "permission checks\n"
+	       "                           (default: only the user who "
+	       "mounted)\n"
+	       "    -f                     stay in the foreground, log to "
+	       "stderr\n"
+	       "                           (default: background, log to "
+	       "syslog)\n"
+	       "    -d                     debug: log every engine call with "
+	       "its duration\n"
+	       "                           (implies -f)\n"
+	       "    -s                     single-threaded (default: "
+	       "multi-threaded)\n"
+	       "    -h, --help             this help\n"
+	       "    -V, --version          the version\n\n",
+	       prog, DEFAULT_HOST);
+}
+
+/* A clearer reason than curl's when a unix socket is not usable. */
+static int check_socket(const char *url, char *msg, size_t len)
+{
+	const char *path;
+	struct stat st;
+
+	if (strncmp(url, "unix://", 7) != 0)
+		return 0;
+	path = url + 7;
+	if (stat(path, &st) < 0) {
+		snprintf(msg, len, "cannot connect to engine at %s: %s", url,
+			 strerror(errno));
+		return -errno;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(msg, len,
+			 "cannot connect to engine at %s: not a "
+			 "socket",
+			 url);
+		return -ENOTSOCK;
+	}
+	if (access(path, R_OK | W_OK) < 0) {
+		snprintf(msg, len, "cannot connect to engine at %s: %s", url,
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct options o = {.attr_timeout = 1.0, .timeout = 30};
+	struct fuse_cmdline_opts co;
+	struct fs_config cfg;
+	struct engine *e = NULL;
+	const char *host;
+	char msg[1024];
+	int ret = 1;
+
+	setlocale(LC_CTYPE, "C.UTF-8");
+	log_init(true, false);
+	if (fuse_opt_parse(&args, &o, ctrfs_opts, opt_proc) != 0)
+		goto out_args;
+	if (fuse_parse_cmdline(&args, &co) != 0)
+		goto out_args;
+	if (co.show_help) {
+		usage(argv[0]);
+		fs_lib_help();
+		ret = 0;
+		goto out_cmdline;
+	}
+	if (co.show_version) {
+		printf("ctrfs %s\n", PACKAGE_VERSION);
+		printf("libfuse %s, %s\n", fuse_pkgversion(), curl_version());
+		ret = 0;
+		goto out_cmdline;
+	}
+	if (!co.mountpoint) {
+		fprintf(stderr, "ctrfs: no mountpoint given (see --help)\n");
+		goto out_cmdline;
+	}
+	if (o.attr_timeout < 0 || o.timeout == 0) {
+		fprintf(stderr, "ctrfs: bad attr_timeout or timeout\n");
+		goto out_cmdline;
+	}
+	log_init(true, co.debug);
+
+	host = o.host ? o.host : getenv("DOCKER_HOST");
+	if (!host || !*host)
+		host = DEFAULT_HOST;
+	curl_global_init(CURL_GLOBAL_ALL);
+	ret = engine_new(host, o.timeout, &e);
+	if (ret < 0) {
+		fprintf(stderr,
+			"ctrfs: cannot connect to engine at %s: "
+			"unsupported URL\n",
+			host);
+		ret = 2;
+		goto out_curl;
+	}
+	if (check_socket(host, msg, sizeof(msg)) < 0 ||
+	    engine_ping(e, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		ret = 2;
+		goto out_engine;
+	}
+	log_dbg("%s", msg);
+
+	fuse_opt_add_arg(&args, "-osubtype=ctrfs,fsname=ctrfs");
+	if (o.allow_other)
+		fuse_opt_add_arg(&args, "-odefault_permissions");
+	cfg.all = o.all;
+	cfg.attr_timeout = o.attr_timeout;
+	cfg.idle_close = 1.0;
+	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
+		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
+out_engine:
+	engine_free(e);
+out_curl:
+	curl_global_cleanup();
+out_cmdline:
+	free(co.mountpoint);
+out_args:
+	fuse_opt_free_args(&args);
+	free(o.host);
+	return ret;
+}

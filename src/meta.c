@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "meta.h"
+#include "cache.h"
+#include "ctr.h"
+#include "engine.h"
+#include "log.h"
+#include "pathstat.h"
+#include "tarstream.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct meta {
+	struct engine *e;
+	struct cache *c;
+	double ttl;
+};
+
+struct meta *meta_new(struct engine *e, struct cache *c, double ttl)
+{
+	struct meta *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->e = e;
+	m->c = c;
+	m->ttl = ttl;
+	return m;
+}
+
+void meta_free(struct meta *m)
+{
+	free(m);
+}
+
+static ssize_t stream_source(void *ctx, const void **buf)
+{
+	return engine_stream_read(ctx, buf);
+}
+
+static void fill_defaults(struct stat *st)
+{
+	st->st_blksize = 4096;
+	st->st_blocks = (st->st_size + 511) / 512;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+	if (st->st_nlink == 0)
+		st->st_nlink = 1;
+}
+
+void meta_learn(struct meta *m, struct ctr *c, const char *path,
+		const struct tar_entry *te)
+{
+	struct cache_attr a = {
+	    .st = te->st, .validated = now_mono(), .flags = CACHE_OWNER};
+
+	if (te->symlink)
+		a.st.st_size = (off_t)strlen(te->symlink);
+	fill_defaults(&a.st);
+	cache_put(m->c, c->id, path, &a, te->symlink);
+}
+
+void meta_forget(struct meta *m, struct ctr *c, const char *path)
+{
+	cache_remove(m->c, c->id, path);
+}
+
+static void log_fail(struct ctr *c, const char *what, const char *path,
+		     const char *reason)
+{
+	log_err("cannot %s '%s' in container '%s': %s", what, path, c->name,
+		reason);
+}
+
+/* Learns the full header of path (owner, raw link target) from the first
+ * tar entry of a GET, then aborts the transfer. */
+static int probe(struct meta *m, struct ctr *c, const char *path)
+{
+	struct engine_stream *s;
+	struct tarstream *t;
+	struct tar_entry te;
+	char msg[512];
+	int ret;
+
+	ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
+	if (ret < 0) {
+		if (ret != -ENOENT)
+			log_fail(c, "stat", path, msg);
+		return ret;
+	}
+	ret = tarstream_open(stream_source, s, &t);
+	if (ret < 0)
+		goto out_stream;
+	ret = tarstream_next(t, &te);
+	if (ret == 0)
+		meta_learn(m, c, path, &te);
+	else
+		log_fail(c, "stat", path,
+			 ret == 1 ? "empty archive" : tarstream_error(t));
+	if (ret == 1)
+		ret = -EIO;
+	tarstream_free(t);
+out_stream:
+	engine_stream_free(s);
+	return ret;
+}
+
+static bool same_head(const struct stat *a, const struct stat *b)
+{
+	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec;
+}
+
+/* Asks the engine (HEAD) and merges the answer into the cache. */
+static int revalidate(struct meta *m, struct ctr *c, const char *path,
+		      const struct cache_attr *old, bool have_old)
+{
+	struct engine_reply r;
+	struct cache_attr a = {0};
+	struct pathstat ps;
+	char msg[512];
+	int ret;
+
+	ret = engine_archive_head(m->e, c->id, path, &r);
+	if (ret < 0) {
+		log_fail(c, "stat", path, "engine not reachable");
+		return -EIO;
+	}
+	ret = engine_status_errno(r.status);
+	if (ret < 0) {
+		if (ret == -ENOENT)
+			cache_remove(m->c, c->id, path);
+		else
+			log_fail(c, "stat", path,
+				 engine_reply_message(&r, msg, sizeof(msg)));
+		goto out;
+	}
+	if (pathstat_decode(r.stat, &ps) < 0) {
+		log_fail(c, "stat", path, "malformed stat header");
+		ret = -EIO;
+		goto out;
+	}
+	a.st.st_mode = ps.mode;
+	a.st.st_size = ps.size;
+	a.st.st_mtim = ps.mtime;
+	a.st.st_nlink = 1;
+	fill_defaults(&a.st);
+	a.validated = now_mono();
+	if (have_old && same_head(&old->st, &a.st) &&
+	    (old->flags & CACHE_OWNER)) {
+		cache_touch(m->c, c->id, path, a.validated);
+		goto out;
+	}
+	cache_put(m->c, c->id, path, &a, NULL);
+out:
+	engine_reply_free(&r);
+	return ret;
+}
+
+int meta_getattr(struct meta *m, struct ctr *c, const char *path,
+		 struct stat *st, char *link, size_t linklen)
+{
+	struct cache_attr a;
+	char lbuf[PATH_MAX];
+	bool have;
+	int ret;
+
+	have = cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) == 0;
+	if (!have || now_mono() - a.validated >= m->ttl) {
+		ret = revalidate(m, c, path, &a, have);
+		if (ret < 0)
+			return ret;
+		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
+			return -EIO;
+	}
+	if (!(a.flags & CACHE_OWNER) ||
+	    (link && S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))) {
+		ret = probe(m, c, path);
+		if (ret < 0)
+			return ret;
+		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
+			return -EIO;
+	}
+	*st = a.st;
+	if (link && linklen) {
+		if (!S_ISLNK(a.st.st_mode) || !(a.flags & CACHE_LINK))
+			return -EINVAL;
+		if (strlen(lbuf) >= linklen)
+			return -ENAMETOOLONG;
+		memcpy(link, lbuf, strlen(lbuf) + 1);
+	}
+	return 0;
+}
+
+/* One directory of the tree being loaded, whose listing is being built. */
+struct frame {
+	char *path;
+	char *names;
+	size_t bytes, cap, count;
+};
+
+struct loader {
+	struct meta *m;
+	struct ctr *c;
+	const char *dir;
+	long snapshot;
+	bool shallow; /* the cache is nearly full: only depth one */
+	struct frame *stack;
+	size_t depth, maxdepth;
+	char **links; /* hard links: pairs (path, target path) */
+	size_t nlinks, caplinks;
+};
+
+static int frame_push(struct loader *l, const char *path)
+{
+	struct frame *f;
+
+	if (l->depth == l->maxdepth) {
+		size_t n = l->maxdepth ? l->maxdepth * 2 : 16;
+		struct frame *ns = realloc(l->stack, n * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		l->stack = ns;
+		l->maxdepth = n;
+	}
+	f = &l->stack[l->depth];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(path);
+	if (!f->path)
+		return -ENOMEM;
+	l->depth++;
+	return 0;
+}
+
+static int frame_add(struct frame *f, const char *name)
+{
+	size_t n = strlen(name) + 1;
+
+	if (f->bytes + n > f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 1024;
+		char *nb;
+
+		while (cap < f->bytes + n)
+			cap *= 2;
+		nb = realloc(f->names, cap);
+		if (!nb)
+			return -ENOMEM;
+		f->names = nb;
+		f->cap = cap;
+	}
+	memcpy(f->names + f->bytes, name, n);
+	f->bytes += n;
+	f->count++;
+	return 0;
+}
+
+static void frame_pop(struct loader *l, bool complete)
+{
+	struct frame *f = &l->stack[--l->depth];
+
+	if (complete)
+		cache_set_listing(l->m->c, l->c->id, f->path, f->names,
+				  f->count, f->bytes, l->snapshot);
+	free(f->path);
+	free(f->names);
+}
+
+/*
+ * Maps a name of the tar of a GET of dir to the container path: a GET of
+ * "/etc" names its entries "etc/", "etc/x"; a GET of "/" names them "/",
+ * "/bin/". Returns 0 or -EIO when the name does not belong to dir.
+ */
+static int entry_path(const char *dir, const char *name, char *out,
+		      size_t outlen)
+{
+	const char *base = strrchr(dir, '/') + 1;
+	size_t blen = strlen(base);
+	const char *rel;
+	size_t n;
+
+	if (blen == 0) {
+		rel = name;
+	} else {
+		while (*name == '/')
+			name++;
+		if (strncmp(name, base, blen) != 0 ||
+		    (name[blen] != '/' && name[blen] != '\0'))
+			return -EIO;
+		rel = name + blen;
+	}
+	while (*rel == '/')
+		rel++;
+	n = (size_t)snprintf(out, outlen, "%s%s%s", dir,
+			     (*rel && blen) ? "/" : "", rel);
+	if (n >= outlen)
+		return -ENAMETOOLONG;
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return 0;
+}
+
+static int add_hardlink(struct loader *l, const char *path, const char *target)
+{
+	struct cache_attr a;
+
+	if (cache_get(l->m->c, l->c->id, target, &a, NULL, 0) < 0)
+		return 0; /* target outside what we saw: a plain file */
+	a.st.st_nlink++;
+	cache_put(l->m->c, l->c->id, target, &a, NULL);
+	cache_put(l->m->c, l->c->id, path, &a, NULL);
+	if (l->nlinks + 2 > l->caplinks) {
+		size_t n = l->caplinks ? l->caplinks * 2 : 32;
+		char **nl = realloc(l->links, n * sizeof(*nl));
+
+		if (!nl)
+			return -ENOMEM;
+		l->links = nl;
+		l->caplinks = n;
+	}
+	l->links[l->nlinks++] = strdup(path);
+	l->links[l->nlinks++] = strdup(target);
+	return 0;
+}
+
+/* Gives every name of a hard-linked file the final link count. */
+static void fix_hardlinks(struct loader *l)
+{
+	for (size_t i = 0; i + 1 < l->nlinks; i += 2) {
+		struct cache_attr a;
+
+		if (l->links[i] && l->links[i + 1] &&
+		    cache_get(l->m->c, l->c->id, l->links[i + 1], &a, NULL,
+			      0) == 0)
+			cache_put(l->m->c, l->c->id, l->links[i], &a, NULL);
+		free(l->links[i]);
+		free(l->links[i + 1]);
+	}
+	free(l->links);
+}
+
+static int parent_of(const char *path, char *out, size_t outlen)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+
+	if (n >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, path, n);
+	out[n] = '\0';
+	return 0;
+}
+
+static int load_entry(struct loader *l, const struct tar_entry *te)
+{
+	char path[PATH_MAX], parent[PATH_MAX], target[PATH_MAX];
+	bool is_top;
+	int ret;
+
+	ret = entry_path(l->dir, te->name, path, sizeof(path));
+	if (ret < 0)
+		return ret;
+	is_top = strcmp(path, l->dir) == 0;
+	if (is_top) {
+		if (l->depth != 0)
+			return -EIO;
+	} else {
+		parent_of(path, parent, sizeof(parent));
+		while (l->depth > 0 &&
+		       strcmp(l->stack[l->depth - 1].path, parent) != 0)
+			frame_pop(l, !l->shallow || l->depth == 1);
+		if (l->depth == 0)
+			return -EIO; /* not depth-first: do not guess */
+		if (l->shallow && l->depth > 1)
+			return 0;
+	}
+	if (te->hardlink) {
+		ret = entry_path(l->dir, te->hardlink, target, sizeof(target));
+		if (ret == 0)
+			ret = add_hardlink(l, path, target);
+	} else {
+		struct cache_attr a = {.st = te->st,
+				       .validated = now_mono(),
+				       .flags = CACHE_OWNER};
+
+		if (te->symlink)
+			a.st.st_size = (off_t)strlen(te->symlink);
+		fill_defaults(&a.st);
+		if (cache_put(l->m->c, l->c->id, path, &a, te->symlink))
+			l->shallow = true;
+	}
+	if (ret < 0)
+		return ret;
+	if (!is_top) {
+		const char *base = strrchr(path, '/') + 1;
+
+		ret = frame_add(&l->stack[l->depth - 1], base);
+		if (ret < 0)
+			return ret;
+	}
+	if (S_ISDIR(te->st.st_mode) && !te->hardlink)
+		ret = frame_push(l, path);
+	return ret;
+}
+
+/* One GET of dir: caches every entry of the subtree and the listing of
+ * every directory in it. */
+static int load_tree(struct meta *m, struct ctr *c, const char *dir)
+{
+	struct loader l = {.m = m, .c = c, .dir = dir};
+	struct engine_stream *s;
+	struct tarstream *t;
+	struct tar_entry te;
+	size_t entries = 0;
+	double t0 = now_mono();
+	char msg[512];
+	int ret;
+
+	l.snapshot = (long)time(NULL);
+	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
+	if (ret < 0) {
+		if (ret != -ENOENT)
+			log_fail(c, "list", dir, msg);
+		return ret;
+	}
+	ret = tarstream_open(stream_source, s, &t);
+	if (ret < 0)
+		goto out_stream;
+	while ((ret = tarstream_next(t, &te)) == 0) {
+		entries++;
+		ret = load_entry(&l, &te);
+		if (ret < 0) {
+			log_fail(c, "list", dir, "unexpected archive layout");
+			break;
+		}
+	}
+	if (ret < 0 && ret != -EIO)
+		log_fail(c, "list", dir, strerror(-ret));
+	else if (ret < 0 && entries > 0)
+		log_fail(c, "list", dir, tarstream_error(t));
+	while (l.depth > 0)
+		frame_pop(&l, ret == 1 && (!l.shallow || l.depth == 1));
+	free(l.stack);
+	fix_hardlinks(&l);
+	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
+		entries, (now_mono() - t0) * 1e3,
+		l.shallow ? " (cache full: depth one kept)" : "");
+	ret = ret == 1 ? 0 : ret;
+	tarstream_free(t);
+out_stream:
+	engine_stream_free(s);
+	return ret;
+}
+
+int meta_listing(struct meta *m, struct ctr *c, const char *dir,
+		 struct cache_listing *out)
+{
+	struct cache_attr a;
+	int ret, tries = 0;
+
+	for (;;) {
+		bool have = cache_get(m->c, c->id, dir, &a, NULL, 0) == 0;
+
+		if (have && now_mono() - a.validated >= m->ttl) {
+			ret = revalidate(m, c, dir, &a, true);
+			if (ret < 0)
+				return ret;
+		}
+		ret = cache_listing(m->c, c->id, dir, out);
+		if (ret == 0)
+			return 0;
+		if (tries++ == 2)
+			break;
+		ret = load_tree(m, c, dir);
+		if (ret < 0)
+			return ret;
+	}
+	log_fail(c, "list", dir, "the cache cannot hold the listing");
+	return -EIO;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Metadata of container paths: served from the cache while fresh,
+ * revalidated with HEAD (cheap) when stale, and learned from tar headers:
+ * a directory GET is recursive, so one listing fills the cache for the
+ * whole subtree.
+ */
+#ifndef CTRFS_META_H
+#define CTRFS_META_H
+
+#include <stddef.h>
+#include <sys/stat.h>
+
+struct cache;
+struct cache_listing;
+struct ctr;
+struct engine;
+struct tar_entry;
+
+struct meta;
+
+struct meta *meta_new(struct engine *e, struct cache *c, double ttl);
+void meta_free(struct meta *m);
+
+/* Attributes of path in container c: 0 or -errno (logged unless ENOENT).
+ * When link is not NULL and path is a symlink, its raw target is copied
+ * there (a GET is made if it is not known yet). */
+int meta_getattr(struct meta *m, struct ctr *c, const char *path,
+		 struct stat *st, char *link, size_t linklen);
+
+/* The complete listing of directory dir, each child with its attributes. */
+int meta_listing(struct meta *m, struct ctr *c, const char *dir,
+		 struct cache_listing *out);
+
+/* Records what a tar header said of path (e.g. while reading the file). */
+void meta_learn(struct meta *m, struct ctr *c, const char *path,
+		const struct tar_entry *te);
+
+/* Forgets path (after an ENOENT from the engine). */
+void meta_forget(struct meta *m, struct ctr *c, const char *path);
+
+#endif

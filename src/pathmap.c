@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "pathmap.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define MAX_COMPONENTS 2048
+
+struct comp {
+	const char *s;
+	size_t len;
+};
+
+int pathmap_split(const char *fusepath, char *name, size_t namelen,
+		  const char **inner)
+{
+	const char *p = fusepath;
+	const char *slash;
+	size_t n;
+
+	while (*p == '/')
+		p++;
+	if (!*p) {
+		name[0] = '\0';
+		*inner = NULL;
+		return 0;
+	}
+	slash = strchr(p, '/');
+	n = slash ? (size_t)(slash - p) : strlen(p);
+	if (n >= namelen)
+		return -ENAMETOOLONG;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	*inner = (slash && slash[1]) ? slash : "/";
+	return 0;
+}
+
+/* Appends the components of path to c, resolving "." and ".." lexically. */
+static int push_path(struct comp *c, size_t *n, const char *path)
+{
+	const char *p = path;
+
+	while (*p) {
+		const char *end;
+		size_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (len == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (*n > 0)
+				(*n)--;
+		} else {
+			if (*n >= MAX_COMPONENTS)
+				return -ENAMETOOLONG;
+			c[*n].s = p;
+			c[*n].len = len;
+			(*n)++;
+		}
+		p += len;
+	}
+	return 0;
+}
+
+static int emit(char *out, size_t outlen, size_t *pos, const char *s,
+		size_t len)
+{
+	if (*pos + len >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out + *pos, s, len);
+	*pos += len;
+	out[*pos] = '\0';
+	return 0;
+}
+
+int pathmap_link(const char *linkpath, const char *target, char *out,
+		 size_t outlen)
+{
+	static __thread struct comp dir[MAX_COMPONENTS], res[MAX_COMPONENTS];
+	size_t ndir = 0, nres = 0, common = 0, pos = 0;
+	int ret;
+
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	ret = push_path(dir, &ndir, linkpath);
+	if (ret < 0)
+		return ret;
+	if (ndir > 0)
+		ndir--; /* the link's own name */
+	if (target[0] != '/') {
+		memcpy(res, dir, ndir * sizeof(*dir));
+		nres = ndir;
+	}
+	ret = push_path(res, &nres, target);
+	if (ret < 0)
+		return ret;
+
+	while (common < ndir && common < nres &&
+	       dir[common].len == res[common].len &&
+	       memcmp(dir[common].s, res[common].s, dir[common].len) == 0)
+		common++;
+	for (size_t i = common; i < ndir; i++) {
+		ret = emit(out, outlen, &pos, i > common ? "/.." : "..",
+			   i > common ? 3 : 2);
+		if (ret < 0)
+			return ret;
+	}
+	for (size_t i = common; i < nres; i++) {
+		if (pos > 0) {
+			ret = emit(out, outlen, &pos, "/", 1);
+			if (ret < 0)
+				return ret;
+		}
+		ret = emit(out, outlen, &pos, res[i].s, res[i].len);
+		if (ret < 0)
+			return ret;
+	}
+	if (pos == 0)
+		return emit(out, outlen, &pos, ".", 1);
+	return 0;
+}
+
+int pathmap_is_under(const char *path, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	while (n > 1 && prefix[n - 1] == '/')
+		n--;
+	if (n == 1 && prefix[0] == '/')
+		return path[0] == '/';
+	if (strncmp(path, prefix, n) != 0)
+		return 0;
+	return path[n] == '\0' || path[n] == '/';
+}

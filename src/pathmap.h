@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Mapping between paths of the mount and paths inside containers. Pure code.
+ */
+#ifndef CTRFS_PATHMAP_H
+#define CTRFS_PATHMAP_H
+
+#include <stddef.h>
+
+/*
+ * Splits a mount path "/name/in/side" into the container name ("name",
+ * copied into name) and the path inside it ("/in/side", pointing into a
+ * static "/" or into fusepath). The mount root "/" gives name "" and
+ * inner NULL. Returns 0 or -ENAMETOOLONG.
+ */
+int pathmap_split(const char *fusepath, char *name, size_t namelen,
+		  const char **inner);
+
+/*
+ * Rewrites the target of the symlink at linkpath (absolute, inside the
+ * container) into a relative path that, followed from the link's directory
+ * on the host, stays inside the container's directory of the mount: an
+ * absolute target is taken from the container root, and ".." never climbs
+ * above it. Returns 0, or -ENAMETOOLONG when out is too small.
+ */
+int pathmap_link(const char *linkpath, const char *target, char *out,
+		 size_t outlen);
+
+/*
+ * Returns 1 when path equals prefix or lies below it ("/a/b" is below
+ * "/a", "/ab" is not), else 0.
+ */
+int pathmap_is_under(const char *path, const char *prefix);
+
+#endif

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "reader.h"
+#include "ctr.h"
+#include "engine.h"
+#include "log.h"
+#include "meta.h"
+#include "tarstream.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING (1024 * 1024)
+
+struct reader {
+	pthread_mutex_t lock;
+	struct engine *e;
+	struct meta *m;
+	struct ctr ctr;
+	char *path;
+	struct engine_stream *s;
+	struct tarstream *t;
+	const char *blk; /* unread rest of the current data block */
+	size_t blklen;
+	off_t pos;	  /* file offset of the next byte of the transfer */
+	bool data_end;	  /* the transfer has delivered the whole file */
+	char *ring;	  /* the last ring_len bytes before pos */
+	size_t ring_len;  /* valid bytes */
+	size_t ring_head; /* index where the byte at pos would go */
+	double last_used;
+	struct reader *prev, *next;
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct reader *registry;
+
+static ssize_t stream_source(void *ctx, const void **buf)
+{
+	return engine_stream_read(ctx, buf);
+}
+
+int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
+	       const char *path, struct reader **out)
+{
+	struct reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->path = strdup(path);
+	r->ring = malloc(RING);
+	if (!r->path || !r->ring) {
+		free(r->path);
+		free(r->ring);
+		free(r);
+		return -ENOMEM;
+	}
+	r->e = e;
+	r->m = m;
+	r->ctr = *c;
+	r->last_used = now_mono();
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_lock(&registry_lock);
+	r->next = registry;
+	if (registry)
+		registry->prev = r;
+	registry = r;
+	pthread_mutex_unlock(&registry_lock);
+	*out = r;
+	return 0;
+}
+
+static void close_transfer(struct reader *r)
+{
+	tarstream_free(r->t);
+	engine_stream_free(r->s);
+	r->t = NULL;
+	r->s = NULL;
+	r->blk = NULL;
+	r->blklen = 0;
+}
+
+void reader_free(struct reader *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&registry_lock);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		registry = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	pthread_mutex_unlock(&registry_lock);
+	close_transfer(r);
+	pthread_mutex_destroy(&r->lock);
+	free(r->ring);
+	free(r->path);
+	free(r);
+}
+
+static void fail(struct reader *r, const char *reason)
+{
+	log_err("cannot read '%s' in container '%s': %s", r->path, r->ctr.name,
+		reason);
+}
+
+/* Starts the transfer from the beginning of the file. */
+static int open_transfer(struct reader *r)
+{
+	struct tar_entry te;
+	char msg[512];
+	int ret;
+
+	close_transfer(r);
+	r->pos = 0;
+	r->ring_len = 0;
+	r->ring_head = 0;
+	r->data_end = false;
+	ret = engine_archive_get(r->e, r->ctr.id, r->path, &r->s, msg,
+				 sizeof(msg));
+	if (ret < 0) {
+		if (ret == -ENOENT)
+			meta_forget(r->m, &r->ctr, r->path);
+		else
+			fail(r, msg);
+		r->s = NULL;
+		return ret;
+	}
+	ret = tarstream_open(stream_source, r->s, &r->t);
+	if (ret < 0)
+		goto out_close;
+	ret = tarstream_next(r->t, &te);
+	if (ret != 0) {
+		fail(r, ret == 1 ? "empty archive" : tarstream_error(r->t));
+		ret = ret == 1 ? -EIO : ret;
+		goto out_close;
+	}
+	if (!S_ISREG(te.st.st_mode) || te.hardlink) {
+		ret = S_ISDIR(te.st.st_mode) ? -EISDIR : -EIO;
+		fail(r, "not a regular file in the archive");
+		goto out_close;
+	}
+	meta_learn(r->m, &r->ctr, r->path, &te);
+	return 0;
+out_close:
+	close_transfer(r);
+	return ret;
+}
+
+static void ring_append(struct reader *r, const char *p, size_t n)
+{
+	if (n >= RING) {
+		p += n - RING;
+		n = RING;
+	}
+	while (n > 0) {
+		size_t k = RING - r->ring_head;
+
+		if (k > n)
+			k = n;
+		memcpy(r->ring + r->ring_head, p, k);
+		r->ring_head = (r->ring_head + k) % RING;
+		r->ring_len = r->ring_len + k > RING ? RING : r->ring_len + k;
+		p += k;
+		n -= k;
+	}
+}
+
+/* Copies n bytes that lie back * before pos out of the ring. */
+static void ring_copy(struct reader *r, char *out, size_t back, size_t n)
+{
+	size_t start = (r->ring_head + RING - back) % RING;
+
+	while (n > 0) {
+		size_t k = RING - start;
+
+		if (k > n)
+			k = n;
+		memcpy(out, r->ring + start, k);
+		out += k;
+		n -= k;
+		start = (start + k) % RING;
+	}
+}
+
+/* Makes blk hold the next bytes of the file; 0, 1 at its end, or -errno. */
+static int next_block(struct reader *r)
+{
+	const void *b;
+	off_t boff;
+	ssize_t n;
+
+	if (r->blklen > 0)
+		return 0;
+	if (r->data_end)
+		return 1;
+	n = tarstream_data(r->t, &b, &boff);
+	if (n < 0) {
+		fail(r, tarstream_error(r->t));
+		close_transfer(r);
+		return (int)n;
+	}
+	if (n == 0) {
+		struct tar_entry te;
+
+		/* read the end of the archive so the GET completes and
+		 * releases the container now, not when the handle closes */
+		r->data_end = true;
+		if (tarstream_next(r->t, &te) != 1)
+			log_dbg("'%s': unexpected data after the file",
+				r->path);
+		close_transfer(r);
+		return 1;
+	}
+	if (boff != r->pos) {
+		fail(r, "sparse or out-of-order data in the archive");
+		close_transfer(r);
+		return -EIO;
+	}
+	r->blk = b;
+	r->blklen = (size_t)n;
+	return 0;
+}
+
+ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
+{
+	size_t done = 0;
+	ssize_t ret = 0;
+
+	pthread_mutex_lock(&r->lock);
+	r->last_used = now_mono();
+	while (done < size) {
+		off_t cur = off + (off_t)done;
+		size_t k;
+		int st;
+
+		if (cur < r->pos && r->pos - cur <= (off_t)r->ring_len) {
+			size_t back = (size_t)(r->pos - cur);
+
+			k = back < size - done ? back : size - done;
+			ring_copy(r, buf + done, back, k);
+			done += k;
+			continue;
+		}
+		if (cur > r->pos && r->data_end)
+			break;
+		if (cur < r->pos || (!r->t && !r->data_end)) {
+			ret = open_transfer(r);
+			if (ret < 0)
+				break;
+		}
+		st = next_block(r);
+		if (st < 0) {
+			ret = st;
+			break;
+		}
+		if (st == 1)
+			break;
+		if (cur > r->pos) { /* skip forward, keeping the ring */
+			off_t gap = cur - r->pos;
+
+			k = gap < (off_t)r->blklen ? (size_t)gap : r->blklen;
+		} else {
+			k = size - done < r->blklen ? size - done : r->blklen;
+			memcpy(buf + done, r->blk, k);
+			done += k;
+		}
+		ring_append(r, r->blk, k);
+		r->blk += k;
+		r->blklen -= k;
+		r->pos += (off_t)k;
+	}
+	r->last_used = now_mono();
+	pthread_mutex_unlock(&r->lock);
+	return done > 0 ? (ssize_t)done : ret;
+}
+
+void reader_reap(double idle)
+{
+	double now = now_mono();
+
+	pthread_mutex_lock(&registry_lock);
+	for (struct reader *r = registry; r; r = r->next) {
+		if (pthread_mutex_trylock(&r->lock) != 0)
+			continue;
+		if (r->t && now - r->last_used > idle) {
+			log_dbg("'%s': transfer idle, closed at offset %lld",
+				r->path, (long long)r->pos);
+			close_transfer(r);
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&registry_lock);
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Reading one open file: a GET of the file streamed through libarchive into
+ * the caller's buffers. Reads that go forward continue the transfer (a gap
+ * is skipped); the last RING bytes delivered are kept so that readahead
+ * arriving slightly out of order, and short seeks back, are served without
+ * restarting it; a seek further back restarts it. A transfer idle for
+ * longer than the idle time is closed by reader_reap(), since an open GET
+ * holds the container's lock in the engine; the next read resumes it.
+ */
+#ifndef CTRFS_READER_H
+#define CTRFS_READER_H
+
+#include <sys/types.h>
+
+struct ctr;
+struct engine;
+struct meta;
+struct reader;
+
+/* Copies what it needs of c; path is the path inside the container. */
+int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
+	       const char *path, struct reader **out);
+
+/* Bytes copied into buf (short only at the end of the file), or -errno. */
+ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off);
+
+void reader_free(struct reader *r);
+
+/* Closes the transfers of every reader idle for longer than idle seconds. */
+void reader_reap(double idle);
+
+#endif

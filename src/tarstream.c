@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "tarstream.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct tarstream {
+	struct archive *a;
+	tar_read_fn fn;
+	void *ctx;
+	int src_err; /* -errno from the source, kept over libarchive's */
+};
+
+static la_ssize_t read_cb(struct archive *a, void *data, const void **buf)
+{
+	struct tarstream *t = data;
+	ssize_t n = t->fn(t->ctx, buf);
+
+	if (n < 0) {
+		t->src_err = (int)n;
+		archive_set_error(a, (int)-n, "engine stream: %s",
+				  strerror((int)-n));
+		return -1;
+	}
+	return n;
+}
+
+/* The one place where a libarchive status becomes an errno. */
+static int tar_errno(struct tarstream *t, int status)
+{
+	int e;
+
+	if (t->src_err)
+		return t->src_err;
+	if (status == ARCHIVE_FATAL || status == ARCHIVE_FAILED ||
+	    status == ARCHIVE_RETRY) {
+		e = archive_errno(t->a);
+		return (e == ENOMEM) ? -ENOMEM : -EIO;
+	}
+	return -EIO;
+}
+
+int tarstream_open(tar_read_fn fn, void *ctx, struct tarstream **out)
+{
+	struct tarstream *t = calloc(1, sizeof(*t));
+	int ret = -ENOMEM;
+
+	if (!t)
+		return -ENOMEM;
+	t->fn = fn;
+	t->ctx = ctx;
+	t->a = archive_read_new();
+	if (!t->a)
+		goto out_free;
+	archive_read_support_format_tar(t->a);
+	if (archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK) {
+		ret = tar_errno(t, ARCHIVE_FATAL);
+		goto out_archive;
+	}
+	*out = t;
+	return 0;
+out_archive:
+	archive_read_free(t->a);
+out_free:
+	free(t);
+	return ret;
+}
+
+int tarstream_next(struct tarstream *t, struct tar_entry *e)
+{
+	struct archive_entry *ae;
+	int r = archive_read_next_header(t->a, &ae);
+
+	if (r == ARCHIVE_EOF)
+		return 1;
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+		return tar_errno(t, r);
+	memset(e, 0, sizeof(*e));
+	e->name = archive_entry_pathname(ae);
+	if (!e->name)
+		e->name = archive_entry_pathname_utf8(ae);
+	if (!e->name)
+		return -EIO;
+	e->st.st_mode = archive_entry_mode(ae);
+	e->st.st_uid = (uid_t)archive_entry_uid(ae);
+	e->st.st_gid = (gid_t)archive_entry_gid(ae);
+	e->st.st_size = archive_entry_size(ae);
+	e->st.st_mtim.tv_sec = archive_entry_mtime(ae);
+	e->st.st_mtim.tv_nsec = archive_entry_mtime_nsec(ae);
+	e->st.st_nlink = 1;
+	if (archive_entry_rdevmajor(ae) || archive_entry_rdevminor(ae))
+		e->st.st_rdev = archive_entry_rdev(ae);
+	e->symlink = archive_entry_symlink(ae);
+	e->hardlink = archive_entry_hardlink(ae);
+	if (e->hardlink) {
+		/* Go writes hard links as type '1' with mode bits only. */
+		e->st.st_size = 0;
+	}
+	return 0;
+}
+
+ssize_t tarstream_data(struct tarstream *t, const void **buf, off_t *off)
+{
+	size_t len;
+	la_int64_t o;
+	int r = archive_read_data_block(t->a, buf, &len, &o);
+
+	if (r == ARCHIVE_EOF)
+		return 0;
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+		return tar_errno(t, r);
+	*off = (off_t)o;
+	return (ssize_t)len;
+}
+
+const char *tarstream_error(struct tarstream *t)
+{
+	const char *s = archive_error_string(t->a);
+
+	return s ? s : "no error";
+}
+
+void tarstream_free(struct tarstream *t)
+{
+	if (!t)
+		return;
+	archive_read_free(t->a);
+	free(t);
+}
