@@ -1,1 +1,751 @@
-int main(void){return 0;}
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * cache: round trips, the merge rules of cache_put(), directory listings,
+ * removal, namespaces, the size bound and a concurrency smoke test.
+ */
+#include "cache.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+static struct cache_attr attr_of(mode_t mode, time_t mtime, off_t size,
+				 unsigned flags)
+{
+	struct cache_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.st.st_mode = mode;
+	a.st.st_mtim.tv_sec = mtime;
+	a.st.st_mtim.tv_nsec = 250;
+	a.st.st_size = size;
+	a.st.st_nlink = 1;
+	a.validated = 17.5;
+	a.flags = flags;
+	return a;
+}
+
+static struct cache_attr owned(mode_t mode, time_t mtime, uid_t uid, gid_t gid,
+			       nlink_t nlink)
+{
+	struct cache_attr a = attr_of(mode, mtime, 0, CACHE_OWNER);
+
+	a.st.st_uid = uid;
+	a.st.st_gid = gid;
+	a.st.st_nlink = nlink;
+	return a;
+}
+
+static void put_dir(struct cache *c, const char *ns, const char *path,
+		    time_t mtime)
+{
+	struct cache_attr a = attr_of(S_IFDIR | 0755, mtime, 4096, 0);
+
+	cache_put(c, ns, path, &a, NULL);
+}
+
+static void put_file(struct cache *c, const char *ns, const char *path,
+		     off_t size)
+{
+	struct cache_attr a = attr_of(S_IFREG | 0644, 1000, size, 0);
+
+	cache_put(c, ns, path, &a, NULL);
+}
+
+/* /d holding files a (size 1), b (size 2) and c (size 3), listed. */
+static void put_listed_dir(struct cache *c, time_t mtime, long snapshot)
+{
+	put_dir(c, "ns", "/d", mtime);
+	put_file(c, "ns", "/d/a", 1);
+	put_file(c, "ns", "/d/b", 2);
+	put_file(c, "ns", "/d/c", 3);
+	CHECK_INT(cache_set_listing(c, "ns", "/d", "a\0b\0c", 3, 6, snapshot),
+		  0);
+}
+
+static void test_empty(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	CHECK(c != NULL);
+	CHECK_INT(cache_count(c), 0);
+	CHECK_INT(cache_get(c, "ns", "/", &a, NULL, 0), -ENOENT);
+	cache_free(c);
+	cache_free(NULL);
+}
+
+static void test_put_get_round_trip(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr in = owned(S_IFREG | 0640, 1700000000, 1234, 5678, 2);
+	struct cache_attr out;
+
+	in.st.st_size = 123456789;
+	in.st.st_mtim.tv_nsec = 999999999;
+	in.validated = 42.25;
+	CHECK(!cache_put(c, "ctr1", "/etc/passwd", &in, NULL));
+	CHECK_INT(cache_count(c), 1);
+	memset(&out, 0xa5, sizeof(out));
+	CHECK_INT(cache_get(c, "ctr1", "/etc/passwd", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mode, S_IFREG | 0640);
+	CHECK_INT(out.st.st_size, 123456789);
+	CHECK_INT(out.st.st_uid, 1234);
+	CHECK_INT(out.st.st_gid, 5678);
+	CHECK_INT(out.st.st_nlink, 2);
+	CHECK_INT(out.st.st_mtim.tv_sec, 1700000000);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 999999999);
+	CHECK(out.validated == 42.25);
+	CHECK_INT(out.flags, CACHE_OWNER);
+	cache_free(c);
+}
+
+static void test_get_other_key(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_file(c, "ctr1", "/x", 1);
+	CHECK_INT(cache_get(c, "ctr2", "/x", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ctr1", "/y", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ctr1", "/x/", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ctr", "1/x", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ctr1", "/x", &a, NULL, 0), 0);
+	cache_free(c);
+}
+
+static void test_put_replaces(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_file(c, "ns", "/f", 1);
+	put_file(c, "ns", "/f", 2);
+	CHECK_INT(cache_count(c), 1);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_size, 2);
+	cache_free(c);
+}
+
+static void test_symlink_target(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr in = attr_of(S_IFLNK | 0777, 1000, 12, 0), out;
+	char link[64];
+
+	cache_put(c, "ns", "/bin/sh", &in, "/bin/busybox");
+	CHECK_INT(cache_get(c, "ns", "/bin/sh", &out, link, sizeof(link)), 0);
+	CHECK(out.flags & CACHE_LINK);
+	CHECK_STR(link, "/bin/busybox");
+	/* Without a buffer the attributes still come out. */
+	CHECK_INT(cache_get(c, "ns", "/bin/sh", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mode, S_IFLNK | 0777);
+	cache_free(c);
+}
+
+static void test_symlink_target_small_buffer(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr in = attr_of(S_IFLNK | 0777, 1000, 12, 0), out;
+	char link[8];
+
+	memset(link, 'Z', sizeof(link));
+	cache_put(c, "ns", "/bin/sh", &in, "/bin/busybox");
+	CHECK_INT(cache_get(c, "ns", "/bin/sh", &out, link, 5), 0);
+	/* Never a truncated target presented as the link. */
+	CHECK(!(out.flags & CACHE_LINK));
+	CHECK(link[5] == 'Z' && link[6] == 'Z' && link[7] == 'Z');
+	cache_free(c);
+}
+
+static void test_put_flag_link_without_target(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr in = attr_of(S_IFLNK | 0777, 1000, 3, CACHE_LINK);
+	struct cache_attr out;
+	char link[16];
+
+	cache_put(c, "ns", "/l", &in, NULL);
+	CHECK_INT(cache_get(c, "ns", "/l", &out, link, sizeof(link)), 0);
+	CHECK(!(out.flags & CACHE_LINK));
+	cache_free(c);
+}
+
+static void test_merge_keeps_owner(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 1000, 100, 3);
+
+	cache_put(c, "ns", "/f", &a, NULL);
+	a = attr_of(S_IFREG | 0600, 2000, 99, 0);
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_uid, 1000);
+	CHECK_INT(a.st.st_gid, 100);
+	CHECK_INT(a.st.st_nlink, 3);
+	CHECK(a.flags & CACHE_OWNER);
+	/* The rest is the new attr's. */
+	CHECK_INT(a.st.st_mode, S_IFREG | 0600);
+	CHECK_INT(a.st.st_size, 99);
+	CHECK_INT(a.st.st_mtim.tv_sec, 2000);
+	cache_free(c);
+}
+
+static void test_merge_owner_dropped_on_type_change(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 1000, 100, 3);
+
+	cache_put(c, "ns", "/f", &a, NULL);
+	a = attr_of(S_IFDIR | 0755, 1000, 4096, 0);
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_mode, S_IFDIR | 0755);
+	CHECK_INT(a.st.st_uid, 0);
+	CHECK_INT(a.st.st_gid, 0);
+	CHECK_INT(a.st.st_nlink, 1);
+	CHECK(!(a.flags & CACHE_OWNER));
+	cache_free(c);
+}
+
+static void test_merge_new_owner_wins(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 1000, 100, 3);
+
+	cache_put(c, "ns", "/f", &a, NULL);
+	a = owned(S_IFREG | 0644, 1000, 2000, 200, 1);
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_uid, 2000);
+	CHECK_INT(a.st.st_gid, 200);
+	CHECK_INT(a.st.st_nlink, 1);
+	cache_free(c);
+}
+
+static void test_merge_keeps_link_same_mtime(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFLNK | 0777, 1000, 7, 0);
+	char link[64];
+
+	cache_put(c, "ns", "/l", &a, "busybox");
+	cache_put(c, "ns", "/l", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/l", &a, link, sizeof(link)), 0);
+	CHECK(a.flags & CACHE_LINK);
+	CHECK_STR(link, "busybox");
+	cache_free(c);
+}
+
+static void test_merge_drops_link_new_mtime(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFLNK | 0777, 1000, 7, 0);
+	char link[64];
+
+	cache_put(c, "ns", "/l", &a, "busybox");
+	a = attr_of(S_IFLNK | 0777, 1001, 4, 0);
+	cache_put(c, "ns", "/l", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/l", &a, link, sizeof(link)), 0);
+	CHECK(!(a.flags & CACHE_LINK));
+	cache_free(c);
+}
+
+static void test_merge_drops_link_type_change(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFLNK | 0777, 1000, 7, 0);
+	char link[64];
+
+	cache_put(c, "ns", "/l", &a, "busybox");
+	a = attr_of(S_IFREG | 0644, 1000, 7, 0);
+	cache_put(c, "ns", "/l", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/l", &a, link, sizeof(link)), 0);
+	CHECK(!(a.flags & CACHE_LINK));
+	cache_free(c);
+}
+
+static void test_merge_new_link_wins(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFLNK | 0777, 1000, 7, 0);
+	char link[64];
+
+	cache_put(c, "ns", "/l", &a, "busybox");
+	cache_put(c, "ns", "/l", &a, "toybox");
+	CHECK_INT(cache_get(c, "ns", "/l", &a, link, sizeof(link)), 0);
+	CHECK(a.flags & CACHE_LINK);
+	CHECK_STR(link, "toybox");
+	cache_free(c);
+}
+
+static void test_listing(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 5000);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	CHECK_INT(l.n, 3);
+	if (l.n == 3) {
+		CHECK_STR(l.ents[0].name, "a");
+		CHECK_STR(l.ents[1].name, "b");
+		CHECK_STR(l.ents[2].name, "c");
+		CHECK_INT(l.ents[0].st.st_size, 1);
+		CHECK_INT(l.ents[1].st.st_size, 2);
+		CHECK_INT(l.ents[2].st.st_size, 3);
+		CHECK_INT(l.ents[2].st.st_mode, S_IFREG | 0644);
+	}
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_sees_child_updates(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 5000);
+	put_file(c, "ns", "/d/b", 222);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	CHECK_INT(l.n, 3);
+	if (l.n == 3)
+		CHECK_INT(l.ents[1].st.st_size, 222);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_names_copied(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+	char names[] = "x\0yy";
+
+	put_dir(c, "ns", "/d", 1000);
+	put_file(c, "ns", "/d/x", 1);
+	put_file(c, "ns", "/d/yy", 2);
+	CHECK_INT(
+	    cache_set_listing(c, "ns", "/d", names, 2, sizeof(names), 5000), 0);
+	memset(names, 'q', sizeof(names));
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	CHECK_INT(l.n, 2);
+	if (l.n == 2) {
+		CHECK_STR(l.ents[0].name, "x");
+		CHECK_STR(l.ents[1].name, "yy");
+	}
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_root(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_dir(c, "ns", "/", 1000);
+	put_file(c, "ns", "/etc", 5);
+	CHECK_INT(cache_set_listing(c, "ns", "/", "etc", 1, 4, 5000), 0);
+	CHECK_INT(cache_listing(c, "ns", "/", &l), 0);
+	CHECK_INT(l.n, 1);
+	if (l.n == 1) {
+		CHECK_STR(l.ents[0].name, "etc");
+		CHECK_INT(l.ents[0].st.st_size, 5);
+	}
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_empty_dir(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_dir(c, "ns", "/empty", 1000);
+	CHECK_INT(cache_set_listing(c, "ns", "/empty", "", 0, 0, 5000), 0);
+	CHECK_INT(cache_listing(c, "ns", "/empty", &l), 0);
+	CHECK_INT(l.n, 0);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_absent(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	put_dir(c, "ns", "/d", 1000);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_set_listing_needs_cached_dir(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	CHECK(cache_set_listing(c, "ns", "/nodir", "a", 1, 2, 5000) < 0);
+	put_file(c, "ns", "/file", 1);
+	put_file(c, "ns", "/file/a", 1);
+	CHECK(cache_set_listing(c, "ns", "/file", "a", 1, 2, 5000) < 0);
+	CHECK_INT(cache_listing(c, "ns", "/file", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_listing_stale_child(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_dir(c, "ns", "/d", 1000);
+	put_file(c, "ns", "/d/a", 1);
+	/* "b" was never cached (or was evicted): the listing is stale. */
+	CHECK_INT(cache_set_listing(c, "ns", "/d", "a\0b", 2, 4, 5000), 0);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ESTALE);
+	CHECK_INT(l.n, 0);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_survives_put_old_mtime(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 1002);
+	put_dir(c, "ns", "/d", 1000);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	CHECK_INT(l.n, 3);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_listing_dropped_put_recent_mtime(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	/* mtime + 1 == snapshot: a change in that second may be missing. */
+	put_listed_dir(c, 1000, 1001);
+	put_dir(c, "ns", "/d", 1000);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+
+	c = cache_new(100);
+	put_listed_dir(c, 1000, 1000);
+	put_dir(c, "ns", "/d", 1000);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_listing_dropped_put_new_mtime(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 5000);
+	put_dir(c, "ns", "/d", 1001);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_listing_dropped_put_other_type(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+	struct cache_attr a = attr_of(S_IFREG | 0644, 1000, 0, 0);
+
+	put_listed_dir(c, 1000, 5000);
+	cache_put(c, "ns", "/d", &a, NULL);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_remove(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_file(c, "ns", "/f", 1);
+	put_file(c, "ns", "/g", 1);
+	cache_remove(c, "ns", "/f");
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
+	CHECK_INT(cache_count(c), 1);
+	/* Removing what is not there is harmless. */
+	cache_remove(c, "ns", "/nothing");
+	cache_remove(c, "other", "/g");
+	CHECK_INT(cache_count(c), 1);
+	cache_free(c);
+}
+
+static void test_remove_child_drops_parent_listing(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+	struct cache_attr a;
+
+	put_listed_dir(c, 1000, 5000);
+	cache_remove(c, "ns", "/d/b");
+	CHECK_INT(cache_get(c, "ns", "/d/b", &a, NULL, 0), -ENOENT);
+	/* The directory itself stays; only its listing is forgotten. */
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_remove_uncached_child_drops_parent_listing(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 5000);
+	cache_remove(c, "ns", "/d/new");
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_remove_root_child_drops_root_listing(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_dir(c, "ns", "/", 1000);
+	put_file(c, "ns", "/a", 1);
+	CHECK_INT(cache_set_listing(c, "ns", "/", "a", 1, 2, 5000), 0);
+	cache_remove(c, "ns", "/a");
+	CHECK_INT(cache_listing(c, "ns", "/", &l), -ENOENT);
+	cache_free(c);
+}
+
+static void test_remove_keeps_other_listings(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 5000);
+	put_file(c, "ns", "/x", 1);
+	cache_remove(c, "ns", "/x");
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_remove(c, "other", "/d/a");
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+static void test_drop_ns(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_file(c, "A", "/f", 1);
+	put_file(c, "A", "/g", 1);
+	put_file(c, "AB", "/f", 1);
+	put_file(c, "B", "/f", 1);
+	cache_drop_ns(c, "A");
+	CHECK_INT(cache_get(c, "A", "/f", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "A", "/g", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "AB", "/f", &a, NULL, 0), 0);
+	CHECK_INT(cache_get(c, "B", "/f", &a, NULL, 0), 0);
+	CHECK_INT(cache_count(c), 2);
+	cache_drop_ns(c, "nothing");
+	CHECK_INT(cache_count(c), 2);
+	cache_free(c);
+}
+
+static void test_touch(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 7, 8, 1);
+
+	cache_put(c, "ns", "/f", &a, NULL);
+	cache_touch(c, "ns", "/f", 99.5);
+	cache_touch(c, "ns", "/absent", 99.5);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK(a.validated == 99.5);
+	CHECK_INT(a.st.st_uid, 7);
+	CHECK_INT(cache_count(c), 1);
+	cache_free(c);
+}
+
+static void test_bounded(void)
+{
+	struct cache *c = cache_new(100);
+	size_t max_seen = 0;
+	int full_seen = 0, full_early = 0, lost = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		struct cache_attr a = attr_of(S_IFREG | 0644, 1000, i, 0);
+		char path[32];
+		bool full;
+		size_t n;
+
+		snprintf(path, sizeof(path), "/f%d", i);
+		full = cache_put(c, "ns", path, &a, NULL);
+		n = cache_count(c);
+		if (n > max_seen)
+			max_seen = n;
+		if (full)
+			full_seen++;
+		if (full && n < 50)
+			full_early++;
+		if (n == 100 && !full)
+			CHECK(!"cache_put said not full at max");
+		/* What was just put is there, eviction or not. */
+		if (cache_get(c, "ns", path, &a, NULL, 0) != 0 ||
+		    a.st.st_size != i)
+			lost++;
+	}
+	CHECK(max_seen <= 100);
+	CHECK(max_seen >= 90);
+	CHECK(full_seen > 0);
+	CHECK_INT(full_early, 0);
+	CHECK_INT(lost, 0);
+	cache_free(c);
+}
+
+static void test_first_put_not_full(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFREG | 0644, 1000, 1, 0);
+
+	CHECK(!cache_put(c, "ns", "/f", &a, NULL));
+	cache_free(c);
+}
+
+struct worker {
+	struct cache *c;
+	int id;
+	atomic_int *stop;
+	long ops;
+	int bad;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	unsigned seed = (unsigned)w->id * 7919u;
+	char ns[8];
+
+	snprintf(ns, sizeof(ns), "n%d", w->id % 2);
+	while (!atomic_load(w->stop)) {
+		char path[32], link[32];
+		struct cache_attr a;
+		struct cache_listing l;
+		int k = rand_r(&seed) % 64, r;
+
+		snprintf(path, sizeof(path), "/d/f%d", k);
+		switch (rand_r(&seed) % 8) {
+		case 0:
+			put_dir(w->c, ns, "/d", 1000);
+			cache_set_listing(w->c, ns, "/d", "f1\0f2", 2, 6, 5000);
+			break;
+		case 1:
+			r = cache_listing(w->c, ns, "/d", &l);
+			if (r != 0 && r != -ENOENT && r != -ESTALE)
+				w->bad++;
+			cache_listing_free(&l);
+			break;
+		case 2:
+			cache_remove(w->c, ns, path);
+			break;
+		case 3:
+			a = attr_of(S_IFLNK | 0777, 1000, 3, 0);
+			cache_put(w->c, ns, path, &a, "abc");
+			break;
+		case 4:
+			if (rand_r(&seed) % 100 == 0)
+				cache_drop_ns(w->c, ns);
+			cache_touch(w->c, ns, path, 1.0);
+			break;
+		case 5:
+			r = cache_get(w->c, ns, path, &a, link, sizeof(link));
+			if (r != 0 && r != -ENOENT)
+				w->bad++;
+			break;
+		default:
+			a = attr_of(S_IFREG | 0644, 1000, k, 0);
+			cache_put(w->c, ns, path, &a, NULL);
+			break;
+		}
+		w->ops++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct cache *c = cache_new(50);
+	struct worker w[4];
+	pthread_t th[4];
+	atomic_int stop = 0;
+	struct timespec one_second = {1, 0};
+	long ops = 0;
+	int bad = 0;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){.c = c, .id = i, .stop = &stop};
+		CHECK_INT(pthread_create(&th[i], NULL, worker_run, &w[i]), 0);
+	}
+	nanosleep(&one_second, NULL);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ops += w[i].ops;
+		bad += w[i].bad;
+	}
+	CHECK(ops > 1000);
+	CHECK_INT(bad, 0);
+	CHECK(cache_count(c) <= 50);
+	cache_free(c);
+}
+
+int main(void)
+{
+	setlocale(LC_CTYPE, "C.UTF-8");
+
+	test_empty();
+	test_put_get_round_trip();
+	test_get_other_key();
+	test_put_replaces();
+	test_symlink_target();
+	test_symlink_target_small_buffer();
+	test_put_flag_link_without_target();
+	test_merge_keeps_owner();
+	test_merge_owner_dropped_on_type_change();
+	test_merge_new_owner_wins();
+	test_merge_keeps_link_same_mtime();
+	test_merge_drops_link_new_mtime();
+	test_merge_drops_link_type_change();
+	test_merge_new_link_wins();
+	test_listing();
+	test_listing_sees_child_updates();
+	test_listing_names_copied();
+	test_listing_root();
+	test_listing_empty_dir();
+	test_listing_absent();
+	test_set_listing_needs_cached_dir();
+	test_listing_stale_child();
+	test_listing_survives_put_old_mtime();
+	test_listing_dropped_put_recent_mtime();
+	test_listing_dropped_put_new_mtime();
+	test_listing_dropped_put_other_type();
+	test_remove();
+	test_remove_child_drops_parent_listing();
+	test_remove_uncached_child_drops_parent_listing();
+	test_remove_root_child_drops_root_listing();
+	test_remove_keeps_other_listings();
+	test_drop_ns();
+	test_touch();
+	test_bounded();
+	test_first_put_not_full();
+	test_threads();
+	return check_report();
+}
