@@ -106,10 +106,24 @@ def test_host_option_overrides_docker_host(mount, container):
     assert c.name in m.listdir()
 
 
-def test_mount_failure_exits_3(engine, mount_root):
+def test_missing_mountpoint_exits_3(engine, mount_root):
     missing = os.path.join(mount_root, "no-such-dir")
     r = run_ctrfs("-f", "-o", "host=" + engine.url, missing)
     assert r.returncode == 3, (r.returncode, r.stderr)
+
+
+def test_mount_failure_exits_3(engine, mnt):
+    # In a private mount namespace /dev/fuse is /dev/null: the engine
+    # answers, the mount itself fails.
+    if not os.access(CTRFS_BIN, os.X_OK):
+        pytest.fail(f"no ctrfs binary at {CTRFS_BIN}")
+    script = 'mount --bind /dev/null /dev/fuse && exec "$@"'
+    r = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                        CTRFS_BIN, "-f", "-o", "host=" + engine.url, mnt],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=120)
+    assert r.returncode == 3, (r.returncode, r.stderr)
+    assert not os.path.ismount(mnt)
 
 
 def test_cache_and_timeout_options_are_accepted(mount, container):
