@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import CTRFS_BIN
+from conftest import CTRFS_BIN, wait_for
 
 
 def run_ctrfs(*args, timeout=120, env=None):
@@ -132,3 +132,15 @@ def test_cache_and_timeout_options_are_accepted(mount, container):
     m = mount("-o", "attr_timeout=0,timeout=10")
     with open(m.p(c, "/f"), "rb") as f:
         assert f.read() == b"options\n"
+
+
+def test_debug_option_logs_and_serves(mount, container):
+    c = container()
+    m = mount("-d")
+    before = os.path.getsize(m.log)
+    assert c.name in m.listdir()
+    assert os.path.isdir(m.p(c, "/etc"))
+    assert m.alive()
+    # Cached answers log nothing; once the cache expires a listing asks the engine.
+    assert wait_for(lambda: m.listdir() and os.path.getsize(m.log) > before), \
+        "ctrfs -d logged nothing for 5 s of listings"
