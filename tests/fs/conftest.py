@@ -28,6 +28,7 @@ import time
 import pytest
 
 DOCKER = "/usr/bin/docker"
+DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_DIR = os.environ.get("BUILD_DIR", "build")
 CTRFS_BIN = os.environ.get("CTRFS_BIN") or os.path.join(REPO, BUILD_DIR, "ctrfs")
@@ -172,8 +173,14 @@ class Engine:
         return env
 
     def start(self, timeout=60):
+        # An empty config file: the machine's /etc/docker/daemon.json must not
+        # clash with these flags.
+        config = os.path.join(self.dir, "daemon.json")
+        with open(config, "w") as f:
+            f.write("{}\n")
         cmd = [
-            "dockerd",
+            DOCKERD,
+            "--config-file", config,
             "--bridge=none",
             "--iptables=false",
             "--ip-masq=false",
