@@ -340,7 +340,9 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	pthread_mutex_init(&fs.stop_lock, NULL);
 	pthread_cond_init(&fs.stop_cond, NULL);
 	fs.cache = cache_new(CACHE_MAX_ENTRIES);
-	fs.meta = fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout) : NULL;
+	fs.meta =
+	    fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout, reader_ctr_busy)
+		     : NULL;
 	fs.ctrs =
 	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
 	if (!fs.cache || !fs.meta || !fs.ctrs)

@@ -195,7 +195,7 @@ int main(int argc, char *argv[])
 		fuse_opt_add_arg(&args, "-odefault_permissions");
 	cfg.all = o.all;
 	cfg.attr_timeout = o.attr_timeout;
-	cfg.idle_close = 1.0;
+	cfg.idle_close = 2.0;
 	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
 		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
 out_engine:

@@ -19,9 +19,11 @@ struct meta {
 	struct engine *e;
 	struct cache *c;
 	double ttl;
+	meta_busy_fn busy;
 };
 
-struct meta *meta_new(struct engine *e, struct cache *c, double ttl)
+struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
+		      meta_busy_fn busy)
 {
 	struct meta *m = calloc(1, sizeof(*m));
 
@@ -30,6 +32,7 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl)
 	m->e = e;
 	m->c = c;
 	m->ttl = ttl;
+	m->busy = busy;
 	return m;
 }
 
@@ -63,6 +66,19 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 		a.st.st_size = (off_t)strlen(te->symlink);
 	fill_defaults(&a.st);
 	cache_put(m->c, c->id, path, &a, te->symlink);
+}
+
+void meta_touch(struct meta *m, struct ctr *c, const char *path)
+{
+	cache_touch(m->c, c->id, path, now_mono());
+}
+
+/* Whether a cached entry confirmed at validated must be asked again. */
+static bool stale(struct meta *m, struct ctr *c, double validated)
+{
+	if (now_mono() - validated < m->ttl)
+		return false;
+	return !(m->busy && m->busy(c->id));
 }
 
 void meta_forget(struct meta *m, struct ctr *c, const char *path)
@@ -171,7 +187,7 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	have = cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) == 0;
-	if (!have || now_mono() - a.validated >= m->ttl) {
+	if (!have || stale(m, c, a.validated)) {
 		ret = revalidate(m, c, path, &a, have);
 		if (ret < 0)
 			return ret;
@@ -305,12 +321,20 @@ static int entry_path(const char *dir, const char *name, char *out,
 	return 0;
 }
 
-static int add_hardlink(struct loader *l, const char *path, const char *target)
+static int add_hardlink(struct loader *l, const char *path, const char *target,
+			const struct tar_entry *te)
 {
 	struct cache_attr a;
 
-	if (cache_get(l->m->c, l->c->id, target, &a, NULL, 0) < 0)
-		return 0; /* target outside what we saw: a plain file */
+	if (cache_get(l->m->c, l->c->id, target, &a, NULL, 0) < 0) {
+		/* target not seen: a plain file, whose size a HEAD tells */
+		memset(&a, 0, sizeof(a));
+		a.st = te->st;
+		a.flags = CACHE_OWNER;
+		fill_defaults(&a.st);
+		cache_put(l->m->c, l->c->id, path, &a, NULL);
+		return 0;
+	}
 	a.st.st_nlink++;
 	cache_put(l->m->c, l->c->id, target, &a, NULL);
 	cache_put(l->m->c, l->c->id, path, &a, NULL);
@@ -382,7 +406,7 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 	if (te->hardlink) {
 		ret = entry_path(l->dir, te->hardlink, target, sizeof(target));
 		if (ret == 0)
-			ret = add_hardlink(l, path, target);
+			ret = add_hardlink(l, path, target, te);
 	} else {
 		struct cache_attr a = {.st = te->st,
 				       .validated = now_mono(),
@@ -466,7 +490,7 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 	for (;;) {
 		bool have = cache_get(m->c, c->id, dir, &a, NULL, 0) == 0;
 
-		if (have && now_mono() - a.validated >= m->ttl) {
+		if (have && stale(m, c, a.validated)) {
 			ret = revalidate(m, c, dir, &a, true);
 			if (ret < 0)
 				return ret;

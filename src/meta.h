@@ -8,6 +8,7 @@
 #ifndef CTRFS_META_H
 #define CTRFS_META_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -19,7 +20,13 @@ struct tar_entry;
 
 struct meta;
 
-struct meta *meta_new(struct engine *e, struct cache *c, double ttl);
+/* Tells whether the engine is busy with a transfer of ours on a container:
+ * every archive call on it then waits until that transfer ends, so stale
+ * cached metadata is served instead of a HEAD that would block. */
+typedef bool (*meta_busy_fn)(const char *ctr_id);
+
+struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
+		      meta_busy_fn busy);
 void meta_free(struct meta *m);
 
 /* Attributes of path in container c: 0 or -errno (logged unless ENOENT).
@@ -35,6 +42,9 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 /* Records what a tar header said of path (e.g. while reading the file). */
 void meta_learn(struct meta *m, struct ctr *c, const char *path,
 		const struct tar_entry *te);
+
+/* Marks what is cached of path as confirmed now. */
+void meta_touch(struct meta *m, struct ctr *c, const char *path);
 
 /* Forgets path (after an ENOENT from the engine). */
 void meta_forget(struct meta *m, struct ctr *c, const char *path);

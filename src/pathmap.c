@@ -2,9 +2,12 @@
 #include "pathmap.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
-#define MAX_COMPONENTS 2048
+/* a path of PATH_MAX bytes has at most 2048 components; a link's
+ * directory and its target together twice that */
+#define MAX_COMPONENTS 4096
 
 struct comp {
 	const char *s;
@@ -78,16 +81,12 @@ static int emit(char *out, size_t outlen, size_t *pos, const char *s,
 	return 0;
 }
 
-int pathmap_link(const char *linkpath, const char *target, char *out,
-		 size_t outlen)
+static int link_rel(struct comp *dir, struct comp *res, const char *linkpath,
+		    const char *target, char *out, size_t outlen)
 {
-	static __thread struct comp dir[MAX_COMPONENTS], res[MAX_COMPONENTS];
 	size_t ndir = 0, nres = 0, common = 0, pos = 0;
 	int ret;
 
-	if (outlen == 0)
-		return -ENAMETOOLONG;
-	out[0] = '\0';
 	ret = push_path(dir, &ndir, linkpath);
 	if (ret < 0)
 		return ret;
@@ -124,6 +123,24 @@ int pathmap_link(const char *linkpath, const char *target, char *out,
 	if (pos == 0)
 		return emit(out, outlen, &pos, ".", 1);
 	return 0;
+}
+
+int pathmap_link(const char *linkpath, const char *target, char *out,
+		 size_t outlen)
+{
+	struct comp *dir, *res;
+	int ret;
+
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	dir = malloc(2 * MAX_COMPONENTS * sizeof(*dir));
+	if (!dir)
+		return -ENOMEM;
+	res = dir + MAX_COMPONENTS;
+	ret = link_rel(dir, res, linkpath, target, out, outlen);
+	free(dir);
+	return ret;
 }
 
 int pathmap_is_under(const char *path, const char *prefix)

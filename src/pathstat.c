@@ -123,12 +123,16 @@ int pathstat_parse_time(const char *s, struct timespec *ts)
 	if (*p++ != ':')
 		return -EINVAL;
 	tm.tm_sec = parse_digits(&p, 2);
-	if (tm.tm_year < -1900 || tm.tm_mon < 0 || tm.tm_mday < 0 ||
-	    tm.tm_hour < 0 || tm.tm_min < 0 || tm.tm_sec < 0)
+	if (tm.tm_year < -1900 || tm.tm_mon < 0 || tm.tm_mon > 11 ||
+	    tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour < 0 ||
+	    tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
+	    tm.tm_sec < 0 || tm.tm_sec > 60)
 		return -EINVAL;
 	if (*p == '.') {
 		long scale = 100000000;
 
+		if (!isdigit((unsigned char)p[1]))
+			return -EINVAL;
 		for (p++; isdigit((unsigned char)*p); p++) {
 			nsec += (*p - '0') * scale;
 			scale /= 10;
@@ -144,7 +148,7 @@ int pathstat_parse_time(const char *s, struct timespec *ts)
 		if (hh < 0 || *p++ != ':')
 			return -EINVAL;
 		mm = parse_digits(&p, 2);
-		if (mm < 0)
+		if (mm < 0 || mm > 59 || hh > 23)
 			return -EINVAL;
 		off = sign * (hh * 3600L + mm * 60L);
 	} else {
@@ -153,6 +157,13 @@ int pathstat_parse_time(const char *s, struct timespec *ts)
 	if (*p)
 		return -EINVAL;
 	t = timegm(&tm);
+	{
+		struct tm check;
+
+		/* timegm() rolls 31 April over into May: refuse such dates */
+		if (!gmtime_r(&t, &check) || check.tm_mday != tm.tm_mday)
+			return -EINVAL;
+	}
 	ts->tv_sec = t - off;
 	ts->tv_nsec = nsec;
 	return 0;

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RING (1024 * 1024)
+#define RING	 (1024 * 1024)
+#define IDLE_MAX 30.0 /* seconds: the longest a container stays locked */
 
 struct reader {
 	pthread_mutex_t lock;
@@ -30,6 +31,9 @@ struct reader {
 	size_t ring_len;  /* valid bytes */
 	size_t ring_head; /* index where the byte at pos would go */
 	double last_used;
+	double idle_allow; /* idle seconds before the transfer is closed */
+	bool closed_idle;  /* the reaper closed it: the next read resumes */
+	double touched;	   /* when the cache entry was last confirmed */
 	struct reader *prev, *next;
 };
 
@@ -60,6 +64,7 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 	r->m = m;
 	r->ctr = *c;
 	r->last_used = now_mono();
+	r->idle_allow = 0;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_lock(&registry_lock);
 	r->next = registry;
@@ -247,6 +252,15 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 		if (cur > r->pos && r->data_end)
 			break;
 		if (cur < r->pos || (!r->t && !r->data_end)) {
+			if (r->closed_idle) {
+				/* a slow consumer: resuming costs a new GET
+				 * and a skip, so let it idle longer next time
+				 */
+				r->idle_allow *= 2;
+				if (r->idle_allow > IDLE_MAX)
+					r->idle_allow = IDLE_MAX;
+				r->closed_idle = false;
+			}
 			ret = open_transfer(r);
 			if (ret < 0)
 				break;
@@ -273,6 +287,13 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 		r->pos += (off_t)k;
 	}
 	r->last_used = now_mono();
+	if (r->t && r->last_used - r->touched > 0.25) {
+		/* the transfer is the truth about this file while it runs,
+		 * and a HEAD would wait for it to end (the engine serializes
+		 * archive calls per container) */
+		meta_touch(r->m, &r->ctr, r->path);
+		r->touched = r->last_used;
+	}
 	pthread_mutex_unlock(&r->lock);
 	return done > 0 ? (ssize_t)done : ret;
 }
@@ -285,12 +306,26 @@ void reader_reap(double idle)
 	for (struct reader *r = registry; r; r = r->next) {
 		if (pthread_mutex_trylock(&r->lock) != 0)
 			continue;
-		if (r->t && now - r->last_used > idle) {
+		if (r->idle_allow < idle)
+			r->idle_allow = idle;
+		if (r->t && now - r->last_used > r->idle_allow) {
 			log_dbg("'%s': transfer idle, closed at offset %lld",
 				r->path, (long long)r->pos);
 			close_transfer(r);
+			r->closed_idle = true;
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	pthread_mutex_unlock(&registry_lock);
+}
+
+bool reader_ctr_busy(const char *ctr_id)
+{
+	bool busy = false;
+
+	pthread_mutex_lock(&registry_lock);
+	for (struct reader *r = registry; r && !busy; r = r->next)
+		busy = r->t && strcmp(r->ctr.id, ctr_id) == 0;
+	pthread_mutex_unlock(&registry_lock);
+	return busy;
 }

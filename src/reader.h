@@ -6,11 +6,15 @@
  * arriving slightly out of order, and short seeks back, are served without
  * restarting it; a seek further back restarts it. A transfer idle for
  * longer than the idle time is closed by reader_reap(), since an open GET
- * holds the container's lock in the engine; the next read resumes it.
+ * holds the container's lock in the engine; the next read resumes it (a
+ * new GET, skipping to where it was). Each resume doubles that reader's
+ * idle allowance, up to 30 s, so a consumer that is slow, not gone, does
+ * not pay for a restart again and again.
  */
 #ifndef CTRFS_READER_H
 #define CTRFS_READER_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct ctr;
@@ -26,6 +30,10 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off);
 
 void reader_free(struct reader *r);
+
+/* True while a reader of the container has a transfer open: the engine
+ * then makes every other archive call on that container wait. */
+bool reader_ctr_busy(const char *ctr_id);
 
 /* Closes the transfers of every reader idle for longer than idle seconds. */
 void reader_reap(double idle);

@@ -96,8 +96,10 @@ int tarstream_next(struct tarstream *t, struct tar_entry *e)
 	e->symlink = archive_entry_symlink(ae);
 	e->hardlink = archive_entry_hardlink(ae);
 	if (e->hardlink) {
-		/* Go writes hard links as type '1' with mode bits only. */
+		/* a link entry has no data and no file type of its own */
 		e->st.st_size = 0;
+		if (!(e->st.st_mode & S_IFMT))
+			e->st.st_mode |= S_IFREG;
 	}
 	return 0;
 }
