@@ -107,7 +107,10 @@ def test_read_resumes_after_idle_handle(mount, container):
         assert first == want[:len(first)] and first
         time.sleep(3)
         # While the handle sits idle, nothing may hold the container's lock.
-        r = c.docker("exec", c.name, "true", check=False, timeout=20)
+        try:
+            r = c.docker("exec", c.name, "true", check=False, timeout=20)
+        except subprocess.TimeoutExpired:
+            pytest.fail("docker exec did not finish in 20 s while a ctrfs handle sat idle")
         assert r.returncode == 0, r.stderr
         pos = len(first)
         nxt = call_with_timeout(f.read, MIB)
@@ -200,7 +203,10 @@ def test_container_removed_during_read(mount, container, big_file):
             got += len(b)
         # The handle is idle now, so ctrfs holds no request that would block
         # the removal.
-        victim.docker("rm", "-f", victim.id, timeout=60)
+        try:
+            victim.docker("rm", "-f", victim.id, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("docker rm -f did not finish in 60 s while a ctrfs handle sat idle")
 
         def read_to_end():
             while f.read(MIB):
