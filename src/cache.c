@@ -316,6 +316,35 @@ void cache_remove(struct cache *c, const char *ns, const char *path)
 	pthread_mutex_unlock(&c->lock);
 }
 
+void cache_remove_tree(struct cache *c, const char *ns, const char *path)
+{
+	size_t nslen = strlen(ns) + 1, plen = strlen(path);
+
+	cache_remove(c, ns, path);
+	if (plen == 1)
+		plen = 0; /* the root: everything is below */
+	pthread_mutex_lock(&c->lock);
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct node **pp = &c->buckets[i];
+
+		while (*pp) {
+			struct node *n = *pp;
+			const char *p = n->key + nslen;
+
+			if (n->keylen > nslen &&
+			    memcmp(n->key, ns, nslen) == 0 &&
+			    strncmp(p, path, plen) == 0 && p[plen] == '/') {
+				*pp = n->next;
+				node_free(n);
+				c->count--;
+			} else {
+				pp = &n->next;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
 void cache_drop_ns(struct cache *c, const char *ns)
 {
 	size_t nslen = strlen(ns) + 1;

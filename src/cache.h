@@ -62,6 +62,9 @@ void cache_touch(struct cache *c, const char *ns, const char *path, double now);
 /* Forgets a path and the listing of its parent directory. */
 void cache_remove(struct cache *c, const char *ns, const char *path);
 
+/* Forgets a path, everything below it, and its parent's listing. */
+void cache_remove_tree(struct cache *c, const char *ns, const char *path);
+
 /* Forgets everything of a namespace (a container that went away). */
 void cache_drop_ns(struct cache *c, const char *ns);
 

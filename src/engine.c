@@ -231,6 +231,17 @@ static int curl_errno(struct engine *e, CURLcode cc)
 	}
 }
 
+/* Refines a status by the engine's reason where the status is ambiguous
+ * (a read-only filesystem is a 500 before API 1.48 and a 400 after). */
+static int reply_errno(long status, const char *msg)
+{
+	if (status >= 400 && msg && strcasestr(msg, "read-only"))
+		return -EROFS;
+	if (status >= 400 && msg && strcasestr(msg, "no space left"))
+		return -ENOSPC;
+	return engine_status_errno(status);
+}
+
 int engine_status_errno(long status)
 {
 	if (status >= 200 && status < 300)
@@ -674,4 +685,250 @@ void engine_stream_free(struct engine_stream *s)
 	if (s->buf)
 		buf_put(s->e, s->buf);
 	free(s);
+}
+
+struct put_ctx {
+	engine_body_fn fn;
+	void *ctx;
+	int err;
+};
+
+static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
+{
+	struct put_ctx *p = data;
+	ssize_t n = p->fn(p->ctx, buf, size * nmemb);
+
+	if (n < 0) {
+		p->err = (int)n;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)n;
+}
+
+int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
+		       engine_body_fn fn, void *ctx, char *msg, size_t msglen)
+{
+	struct put_ctx p = {.fn = fn, .ctx = ctx};
+	struct engine_reply r = {0};
+	struct reply_ctx rc = {.r = &r};
+	struct curl_slist *hdrs = NULL;
+	char url[16384];
+	double t0 = now_mono();
+	CURLcode cc;
+	CURL *h;
+	int ret;
+
+	msg[0] = '\0';
+	ret = archive_url(e, ctr, dir, url, sizeof(url));
+	if (ret < 0)
+		return ret;
+	h = easy_get(e);
+	if (!h)
+		return -ENOMEM;
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
+	hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, (long)CURL_BUFSIZE);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_READFUNCTION, put_read);
+	curl_easy_setopt(h, CURLOPT_READDATA, &p);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, e->timeout);
+	cc = curl_easy_perform(h);
+	note_reach(e, cc);
+	if (p.err) {
+		ret = p.err;
+		snprintf(msg, msglen, "%s", strerror(-ret));
+	} else if (cc != CURLE_OK) {
+		ret = curl_errno(e, cc);
+		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
+	} else {
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
+		engine_reply_message(&r, msg, msglen);
+		ret = reply_errno(r.status, msg);
+	}
+	log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms", ctr, dir, r.status,
+		msg[0] ? msg : "ok", (now_mono() - t0) * 1e3);
+	if (cc == CURLE_OK)
+		easy_put(e, h);
+	else
+		curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
+	engine_reply_free(&r);
+	return ret;
+}
+
+/* Sends a JSON body with method POST; the reply as engine_request(). */
+static int post_json(struct engine *e, const char *path, const char *json,
+		     struct engine_reply *r)
+{
+	struct reply_ctx ctx = {.r = r};
+	struct curl_slist *hdrs = NULL;
+	char url[8192];
+	double t0 = now_mono();
+	CURLcode cc;
+	CURL *h;
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if ((size_t)snprintf(url, sizeof(url), "%s%s%s", e->base, e->prefix,
+			     path) >= sizeof(url))
+		return -ENAMETOOLONG;
+	h = easy_get(e);
+	if (!h)
+		return -ENOMEM;
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
+	cc = curl_easy_perform(h);
+	note_reach(e, cc);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+	else
+		ret = curl_errno(e, cc);
+	log_dbg("engine: POST %s -> %ld in %.1f ms", path, r->status,
+		(now_mono() - t0) * 1e3);
+	if (cc == CURLE_OK)
+		easy_put(e, h);
+	else
+		curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
+	if (ret < 0)
+		engine_reply_free(r);
+	return ret;
+}
+
+/* The one place where the outcome of a tool run by exec becomes an errno:
+ * its exit status, and the strerror() text coreutils and busybox print. */
+static int exec_errno(int status, const char *err)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} map[] = {
+	    {"No such file or directory", ENOENT},
+	    {"Permission denied", EACCES},
+	    {"Operation not permitted", EPERM},
+	    {"Read-only file system", EROFS},
+	    {"Directory not empty", ENOTEMPTY},
+	    {"Not a directory", ENOTDIR},
+	    {"Is a directory", EISDIR},
+	    {"File exists", EEXIST},
+	    {"No space left on device", ENOSPC},
+	    {"Invalid argument", EINVAL},
+	    {"Device or resource busy", EBUSY},
+	    {"Invalid cross-device link", EXDEV},
+	};
+
+	if (status == 0)
+		return 0;
+	if (status == 126 || status == 127)
+		return -EOPNOTSUPP; /* the container lacks the tool */
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strstr(err, map[i].text))
+			return -map[i].err;
+	return -EIO;
+}
+
+/* Keeps the stderr frames of a multiplexed exec stream, bounded. */
+static void demux(const char *p, size_t n, char *err, size_t errlen)
+{
+	size_t used = strlen(err);
+
+	while (n >= 8) {
+		size_t len = ((size_t)(unsigned char)p[4] << 24) |
+			     ((size_t)(unsigned char)p[5] << 16) |
+			     ((size_t)(unsigned char)p[6] << 8) |
+			     (size_t)(unsigned char)p[7];
+		size_t k = len < n - 8 ? len : n - 8;
+
+		if (p[0] == 2 || p[0] == 3) {
+			size_t room = errlen - 1 - used;
+			size_t c = k < room ? k : room;
+
+			memcpy(err + used, p + 8, c);
+			used += c;
+			err[used] = '\0';
+		}
+		p += 8 + k;
+		n -= 8 + k;
+	}
+}
+
+int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
+		int *status, char *msg, size_t msglen)
+{
+	struct json_object *req, *cmd, *root, *v;
+	struct engine_reply r;
+	char path[512], id[80];
+	int ret;
+
+	msg[0] = '\0';
+	req = json_object_new_object();
+	cmd = json_object_new_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_object_array_add(cmd, json_object_new_string(argv[i]));
+	json_object_object_add(req, "Cmd", cmd);
+	json_object_object_add(req, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(req, "AttachStderr", json_object_new_boolean(1));
+	snprintf(path, sizeof(path), "/containers/%s/exec", ctr);
+	ret = post_json(e, path, json_object_to_json_string(req), &r);
+	json_object_put(req);
+	if (ret < 0)
+		return -EIO;
+	if (r.status == 409) {
+		snprintf(msg, msglen, "the container is not running");
+		engine_reply_free(&r);
+		return -EOPNOTSUPP;
+	}
+	if (r.status != 201) {
+		engine_reply_message(&r, msg, msglen);
+		ret = reply_errno(r.status, msg);
+		engine_reply_free(&r);
+		return ret ? ret : -EIO;
+	}
+	root = r.body ? json_tokener_parse(r.body) : NULL;
+	engine_reply_free(&r);
+	if (!root || !json_object_object_get_ex(root, "Id", &v)) {
+		json_object_put(root);
+		snprintf(msg, msglen, "malformed exec reply");
+		return -EIO;
+	}
+	snprintf(id, sizeof(id), "%s", json_object_get_string(v));
+	json_object_put(root);
+
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
+	ret = post_json(e, path, "{\"Detach\":false,\"Tty\":false}", &r);
+	if (ret < 0)
+		return -EIO;
+	if (r.status != 200) {
+		engine_reply_message(&r, msg, msglen);
+		engine_reply_free(&r);
+		return -EIO;
+	}
+	if (r.body)
+		demux(r.body, r.len, msg, msglen);
+	engine_reply_free(&r);
+
+	snprintf(path, sizeof(path), "/exec/%s/json", id);
+	ret = engine_request(e, "GET", path, &r);
+	if (ret < 0)
+		return -EIO;
+	root = (r.status == 200 && r.body) ? json_tokener_parse(r.body) : NULL;
+	engine_reply_free(&r);
+	if (!root || !json_object_object_get_ex(root, "ExitCode", &v)) {
+		json_object_put(root);
+		return -EIO;
+	}
+	*status = json_object_get_int(v);
+	json_object_put(root);
+	return exec_errno(*status, msg);
 }

@@ -72,6 +72,26 @@ int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 		       struct engine_stream **out, char *msg, size_t msglen);
 
+/*
+ * PUT /containers/{id}/archive?path=DIR with a tar body pulled from fn:
+ * fn fills buf with up to len bytes and returns how many, 0 at the end,
+ * or -errno to abort. The body is sent chunked, in constant memory.
+ * Returns 0 when the engine accepted it, else -errno (-EROFS for a
+ * read-only root filesystem or volume) with the engine's reason in msg.
+ */
+typedef ssize_t (*engine_body_fn)(void *ctx, char *buf, size_t len);
+int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
+		       engine_body_fn fn, void *ctx, char *msg, size_t msglen);
+
+/*
+ * Runs argv (no shell) in the container and waits for it: 0 when it exited
+ * 0; else -errno: the tool's failure (its stderr, bounded, in msg, and its
+ * exit status in *status) or -EOPNOTSUPP when the container is not running
+ * or lacks the tool.
+ */
+int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
+		int *status, char *msg, size_t msglen);
+
 /* Next block of the body: its length, 0 at a clean end, or -errno. The
  * block stays valid until the next call. */
 ssize_t engine_stream_read(struct engine_stream *s, const void **buf);

@@ -9,6 +9,9 @@
 #include "meta.h"
 #include "pathmap.h"
 #include "reader.h"
+#include "spool.h"
+#include "tarstream.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +31,8 @@ struct fs {
 	struct cache *cache;
 	struct meta *meta;
 	struct ctr_table *ctrs;
+	struct spool *spool;
+	struct writer *writer;
 	struct fs_config cfg;
 	struct timespec mounted;
 	uid_t uid;
@@ -38,6 +43,17 @@ struct fs {
 	pthread_mutex_t stop_lock;
 	pthread_cond_t stop_cond;
 };
+
+/* What an open file handle is: a reader, or a file being written. */
+struct handle {
+	struct reader *r;
+	struct wfile *w;
+};
+
+static struct handle *handle_of(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
 
 static struct fs *fs_get(void)
 {
@@ -88,6 +104,20 @@ static void root_stat(struct fs *fs, struct stat *st)
 	st->st_atim = st->st_mtim = st->st_ctim = fs->mounted;
 }
 
+/* Attributes of a path: an open file being written says them itself. */
+static int stat_path(struct fs *fs, struct ctr *c, const char *inner,
+		     struct stat *st)
+{
+	struct wfile *w = writer_find(fs->writer, c->id, inner);
+
+	if (w) {
+		wfile_stat(w, st);
+		wfile_put(w);
+		return 0;
+	}
+	return meta_getattr(fs->meta, c, inner, st, NULL, 0);
+}
+
 static int ctrfs_getattr(const char *path, struct stat *st,
 			 struct fuse_file_info *fi)
 {
@@ -102,7 +132,7 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 		root_stat(fs, st);
 		return 0;
 	}
-	ret = meta_getattr(fs->meta, c, inner, st, NULL, 0);
+	ret = stat_path(fs, c, inner, st);
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -188,48 +218,594 @@ static int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	return ret;
 }
 
-static int ctrfs_open(const char *path, struct fuse_file_info *fi)
+static int open_read(struct fs *fs, struct ctr *c, const char *inner,
+		     struct handle *h)
 {
-	struct fs *fs = fs_get();
-	struct reader *r;
-	const char *inner;
 	struct stat st;
-	struct ctr *c;
 	int ret;
 
-	if ((fi->flags & O_ACCMODE) != O_RDONLY)
-		return -EROFS;
-	ret = resolve(fs, path, &c, &inner);
-	if (ret < 0)
-		return ret;
-	if (!c)
-		return -EISDIR;
+	h->w = writer_find(fs->writer, c->id, inner);
+	if (h->w)
+		return 0; /* being written: read what is written */
 	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -EOPNOTSUPP; /* devices, fifos: no content to stream */
 	if (ret == 0)
-		ret = reader_new(fs->e, fs->meta, c, inner, &r);
-	ctr_put(fs->ctrs, c);
+		ret = reader_new(fs->e, fs->meta, c, inner, &h->r);
+	return ret;
+}
+
+static void caller_stat(struct stat *st, mode_t mode)
+{
+	struct fuse_context *ctx = fuse_get_context();
+
+	memset(st, 0, sizeof(*st));
+	st->st_mode = mode;
+	st->st_uid = ctx->uid;
+	st->st_gid = ctx->gid;
+	st->st_nlink = 1;
+	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+}
+
+/* Opens for writing; mode is used when creating. */
+static int open_write(struct fs *fs, struct ctr *c, const char *inner,
+		      int flags, bool create, mode_t mode, struct handle *h)
+{
+	struct stat st, cst;
+	int ret = 0;
+
+	if (create) {
+		caller_stat(&cst, S_IFREG | (mode & 07777));
+		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
+				   &cst, &h->w);
+	}
+	h->w = writer_find(fs->writer, c->id, inner);
+	if (h->w) {
+		if (flags & O_TRUNC)
+			ret = wfile_truncate(h->w, 0);
+		return ret;
+	}
+	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	if (ret == 0 && S_ISDIR(st.st_mode))
+		ret = -EISDIR;
+	else if (ret == 0 && !S_ISREG(st.st_mode))
+		ret = -EOPNOTSUPP;
+	if (ret == 0)
+		ret =
+		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
+	return ret;
+}
+
+static int do_open(const char *path, struct fuse_file_info *fi, bool create,
+		   mode_t mode)
+{
+	struct fs *fs = fs_get();
+	struct handle *h;
+	const char *inner;
+	struct ctr *c;
+	int ret;
+
+	ret = resolve(fs, path, &c, &inner);
 	if (ret < 0)
 		return ret;
-	fi->fh = (uint64_t)(uintptr_t)r;
+	if (!c)
+		return create ? -EACCES : -EISDIR;
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		ctr_put(fs->ctrs, c);
+		return -ENOMEM;
+	}
+	if (create || (fi->flags & O_ACCMODE) != O_RDONLY)
+		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
+	else
+		ret = open_read(fs, c, inner, h);
+	ctr_put(fs->ctrs, c);
+	if (ret < 0) {
+		free(h);
+		return ret;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
+}
+
+static int ctrfs_open(const char *path, struct fuse_file_info *fi)
+{
+	return do_open(path, fi, false, 0);
+}
+
+static int ctrfs_create(const char *path, mode_t mode,
+			struct fuse_file_info *fi)
+{
+	return do_open(path, fi, true, mode);
 }
 
 static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
-	struct reader *r = (struct reader *)(uintptr_t)fi->fh;
+	struct handle *h = handle_of(fi);
 
-	return (int)reader_read(r, buf, size, off);
+	if (h->w)
+		return (int)wfile_read(h->w, buf, size, off);
+	return (int)reader_read(h->r, buf, size, off);
+}
+
+static int ctrfs_write(const char *path, const char *buf, size_t size,
+		       off_t off, struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+
+	if (!h->w)
+		return -EBADF;
+	return (int)wfile_write(h->w, buf, size, off);
+}
+
+static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
+{
+	struct handle *h = handle_of(fi);
+
+	return h->w ? wfile_commit(h->w) : 0;
+}
+
+static int ctrfs_fsync(const char *path, int datasync,
+		       struct fuse_file_info *fi)
+{
+	return ctrfs_flush(path, fi);
 }
 
 static int ctrfs_release(const char *path, struct fuse_file_info *fi)
 {
-	reader_free((struct reader *)(uintptr_t)fi->fh);
+	struct handle *h = handle_of(fi);
+
+	if (h->w)
+		wfile_put(h->w);
+	reader_free(h->r);
+	free(h);
 	return 0;
+}
+
+/* The open file of path or of fi, referenced, or NULL. */
+static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
+				struct fuse_file_info *fi)
+{
+	struct handle *h = fi ? handle_of(fi) : NULL;
+
+	if (h && h->w) {
+		struct wfile *w = writer_find(fs->writer, c->id, inner);
+
+		return w ? w : NULL;
+	}
+	return writer_find(fs->writer, c->id, inner);
+}
+
+static const char *base_of(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
+static void parent_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
+}
+
+/* Creates one data-less entry at inner with one PUT to its directory. */
+static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
+		     const struct stat *st, const char *symlink)
+{
+	char parent[PATH_MAX];
+	struct tar_entry te = {
+	    .name = base_of(inner), .st = *st, .symlink = symlink};
+	int ret;
+
+	parent_of(inner, parent, sizeof(parent));
+	ret = writer_put_entry(fs->writer, c, parent, &te);
+	if (ret == 0) {
+		struct stat cst = *st;
+
+		if (symlink)
+			cst.st_size = (off_t)strlen(symlink);
+		meta_committed(fs->meta, c, inner, &cst);
+	}
+	return ret;
+}
+
+/* Runs a standard tool in the container (argv only, never a shell). */
+static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
+		    const char *path)
+{
+	char msg[512];
+	int status = 0;
+	int ret = engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
+
+	if (ret == -EOPNOTSUPP)
+		log_err("cannot %s '%s' in container '%s': needs '%s' run "
+			"inside it, and %s",
+			argv[0], path, c->name, argv[0],
+			c->running ? "the container lacks it"
+				   : "the container is not running");
+	else if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY &&
+		 ret != -EEXIST)
+		log_err("cannot %s '%s' in container '%s': %s", argv[0], path,
+			c->name, msg[0] ? msg : strerror(-ret));
+	return ret;
+}
+
+/* Resolves path for a change: a container and a path inside it. */
+static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
+			  const char **inner)
+{
+	int ret = resolve(fs, path, c, inner);
+
+	if (ret == 0 && !*c)
+		ret =
+		    -EACCES; /* the mount root: containers are not made here */
+	if (ret == 0 && strcmp(*inner, "/") == 0) {
+		ctr_put(fs->ctrs, *c);
+		*c = NULL;
+		ret = -EBUSY; /* a container's root cannot change */
+	}
+	return ret;
+}
+
+static int ctrfs_mkdir(const char *path, mode_t mode)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct stat st;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	caller_stat(&st, S_IFDIR | (mode & 07777));
+	ret = put_entry(fs, c, inner, &st, NULL);
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int ctrfs_symlink(const char *target, const char *path)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct stat st;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	caller_stat(&st, S_IFLNK | 0777);
+	ret = put_entry(fs, c, inner, &st, target);
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+/* The longest common directory of two absolute paths. */
+static void common_dir(const char *a, const char *b, char *out, size_t len)
+{
+	size_t n = 0, last = 0;
+
+	while (a[n] && a[n] == b[n]) {
+		if (a[n] == '/')
+			last = n;
+		n++;
+	}
+	if (last == 0)
+		last = 1;
+	if (last >= len)
+		last = len - 1;
+	memcpy(out, a, last);
+	out[last] = '\0';
+}
+
+static int ctrfs_link(const char *from, const char *to)
+{
+	struct fs *fs = fs_get();
+	const char *ifrom, *ito;
+	struct ctr *c, *c2;
+	char dir[PATH_MAX];
+	struct tar_entry te;
+	struct stat st;
+	size_t dlen;
+	int ret = resolve_change(fs, from, &c, &ifrom);
+
+	if (ret < 0)
+		return ret;
+	ret = resolve_change(fs, to, &c2, &ito);
+	if (ret < 0)
+		goto out_put;
+	if (c != c2)
+		ret = -EXDEV;
+	ctr_put(fs->ctrs, c2);
+	if (ret == 0)
+		ret = stat_path(fs, c, ifrom, &st);
+	if (ret == 0 && !S_ISREG(st.st_mode))
+		ret = -EPERM;
+	if (ret < 0)
+		goto out_put;
+	/* the engine resolves a hard link's target inside the PUT's dir */
+	common_dir(ifrom, ito, dir, sizeof(dir));
+	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+	memset(&te, 0, sizeof(te));
+	te.name = ito + dlen;
+	te.hardlink = ifrom + dlen;
+	te.st = st;
+	ret = writer_put_entry(fs->writer, c, dir, &te);
+	if (ret == 0) {
+		meta_committed(fs->meta, c, ifrom, NULL);
+		meta_committed(fs->meta, c, ito, NULL);
+	}
+out_put:
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int remove_path(const char *path, const char *tool)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct wfile *w;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	w = writer_find(fs->writer, c->id, inner);
+	if (w && !wfile_in_container(w)) {
+		wfile_unlinked(w); /* never committed: nothing to remove */
+	} else {
+		const char *argv[] = {tool, "--", inner, NULL};
+
+		ret = run_tool(fs, c, argv, inner);
+		if (ret == 0 && w)
+			wfile_unlinked(w);
+	}
+	if (w)
+		wfile_put(w);
+	if (ret == 0 || ret == -ENOENT)
+		meta_committed(fs->meta, c, inner, NULL);
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int ctrfs_unlink(const char *path)
+{
+	return remove_path(path, "rm");
+}
+
+static int ctrfs_rmdir(const char *path)
+{
+	return remove_path(path, "rmdir");
+}
+
+static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fs *fs = fs_get();
+	const char *ifrom, *ito;
+	struct ctr *c, *c2;
+	struct wfile *w;
+	struct stat st;
+	int ret;
+
+	if (flags & ~RENAME_NOREPLACE)
+		return -EINVAL;
+	ret = resolve_change(fs, from, &c, &ifrom);
+	if (ret < 0)
+		return ret;
+	ret = resolve_change(fs, to, &c2, &ito);
+	if (ret < 0)
+		goto out_put;
+	if (c != c2)
+		ret = -EXDEV;
+	ctr_put(fs->ctrs, c2);
+	if (ret == 0 && (flags & RENAME_NOREPLACE)) {
+		ret = stat_path(fs, c, ito, &st);
+		ret = ret == 0 ? -EEXIST : ret == -ENOENT ? 0 : ret;
+	}
+	if (ret < 0)
+		goto out_put;
+	w = writer_find(fs->writer, c->id, ifrom);
+	if (w && !wfile_in_container(w)) {
+		ret = wfile_rename(w, ito); /* folded: committed as ito */
+	} else {
+		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
+
+		ret = run_tool(fs, c, argv, ifrom);
+		if (ret == 0 && w)
+			ret = wfile_rename(w, ito);
+	}
+	if (w)
+		wfile_put(w);
+	if (ret == 0) {
+		meta_committed(fs->meta, c, ifrom, NULL);
+		meta_committed(fs->meta, c, ito, NULL);
+	}
+out_put:
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+/* Re-applies a directory's mode, owner and mtime with a PUT of its entry
+ * (the engine merges an existing directory and takes the entry's). */
+static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
+			 const struct stat *st)
+{
+	return put_entry(fs, c, inner, st, NULL);
+}
+
+/* A metadata change: folded into an open file, a PUT for a directory, a
+ * tool in the container otherwise. */
+static int change_attr(const char *path, struct fuse_file_info *fi,
+		       int (*apply)(struct fs *, struct ctr *, const char *,
+				    struct wfile *, struct stat *, void *),
+		       void *arg)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct wfile *w;
+	struct stat st;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	w = open_wfile(fs, c, inner, fi);
+	if (w) {
+		ret = apply(fs, c, inner, w, NULL, arg);
+		wfile_put(w);
+	} else {
+		ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+		if (ret == 0)
+			ret = apply(fs, c, inner, NULL, &st, arg);
+		if (ret == 0)
+			meta_committed(fs->meta, c, inner, NULL);
+	}
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int apply_chmod(struct fs *fs, struct ctr *c, const char *inner,
+		       struct wfile *w, struct stat *st, void *arg)
+{
+	mode_t mode = *(mode_t *)arg & 07777;
+	char m[16];
+
+	if (w) {
+		wfile_chmod(w, mode);
+		return 0;
+	}
+	if (S_ISLNK(st->st_mode))
+		return -EOPNOTSUPP;
+	if (S_ISDIR(st->st_mode)) {
+		st->st_mode = S_IFDIR | mode;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	snprintf(m, sizeof(m), "%o", (unsigned)mode);
+	{
+		const char *argv[] = {"chmod", m, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+static int ctrfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_chmod, &mode);
+}
+
+struct owner {
+	uid_t uid;
+	gid_t gid;
+};
+
+static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
+		       struct wfile *w, struct stat *st, void *arg)
+{
+	struct owner *o = arg;
+	char spec[64];
+
+	if (w) {
+		wfile_chown(w, o->uid, o->gid);
+		return 0;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		if (o->uid != (uid_t)-1)
+			st->st_uid = o->uid;
+		if (o->gid != (gid_t)-1)
+			st->st_gid = o->gid;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	if (o->uid != (uid_t)-1 && o->gid != (gid_t)-1)
+		snprintf(spec, sizeof(spec), "%u:%u", o->uid, o->gid);
+	else if (o->uid != (uid_t)-1)
+		snprintf(spec, sizeof(spec), "%u", o->uid);
+	else if (o->gid != (gid_t)-1)
+		snprintf(spec, sizeof(spec), ":%u", o->gid);
+	else
+		return 0;
+	{
+		const char *argv[] = {"chown", "-h", spec, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+static int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
+		       struct fuse_file_info *fi)
+{
+	struct owner o = {uid, gid};
+
+	return change_attr(path, fi, apply_chown, &o);
+}
+
+static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
+			 struct wfile *w, struct stat *st, void *arg)
+{
+	const struct timespec *tv = arg;
+	struct timespec mt = tv[1];
+	char when[64];
+
+	if (mt.tv_nsec == UTIME_OMIT)
+		return 0; /* ctrfs keeps no atime */
+	if (mt.tv_nsec == UTIME_NOW)
+		clock_gettime(CLOCK_REALTIME, &mt);
+	if (w) {
+		wfile_utimens(w, &mt);
+		return 0;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		st->st_mtim = mt;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	snprintf(when, sizeof(when), "@%lld", (long long)mt.tv_sec);
+	{
+		const char *argv[] = {"touch", "-c", "-h",  "-d",
+				      when,    "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+static int ctrfs_utimens(const char *path, const struct timespec tv[2],
+			 struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_utimens, (void *)tv);
+}
+
+static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
+			  struct wfile *w, struct stat *st, void *arg)
+{
+	off_t size = *(off_t *)arg;
+	char n[32];
+
+	if (w)
+		return wfile_truncate(w, size);
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (size == 0) {
+		/* an empty file of the same name, mode and owner: a PUT */
+		clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+		st->st_size = 0;
+		return put_entry(fs, c, inner, st, NULL);
+	}
+	snprintf(n, sizeof(n), "%lld", (long long)size);
+	{
+		const char *argv[] = {"truncate", "-s", n, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+static int ctrfs_truncate(const char *path, off_t size,
+			  struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_truncate, &size);
 }
 
 static int ctrfs_statfs(const char *path, struct statvfs *sv)
@@ -301,8 +877,22 @@ static const struct fuse_operations ctrfs_ops = {
     .opendir = ctrfs_opendir,
     .readdir = ctrfs_readdir,
     .open = ctrfs_open,
+    .create = ctrfs_create,
     .read = ctrfs_read,
+    .write = ctrfs_write,
+    .flush = ctrfs_flush,
+    .fsync = ctrfs_fsync,
     .release = ctrfs_release,
+    .truncate = ctrfs_truncate,
+    .chmod = ctrfs_chmod,
+    .chown = ctrfs_chown,
+    .utimens = ctrfs_utimens,
+    .mkdir = ctrfs_mkdir,
+    .symlink = ctrfs_symlink,
+    .link = ctrfs_link,
+    .unlink = ctrfs_unlink,
+    .rmdir = ctrfs_rmdir,
+    .rename = ctrfs_rename,
     .statfs = ctrfs_statfs,
 };
 
@@ -317,6 +907,8 @@ void fs_lib_help(void)
 
 static void fs_teardown(struct fs *fs)
 {
+	writer_free(fs->writer);
+	spool_free(fs->spool);
 	ctr_table_free(fs->ctrs);
 	meta_free(fs->meta);
 	cache_free(fs->cache);
@@ -346,6 +938,15 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	fs.ctrs =
 	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
 	if (!fs.cache || !fs.meta || !fs.ctrs)
+		goto out_teardown;
+	if (spool_new(NULL, &fs.spool) < 0) {
+		log_err("cannot create the spool directory: %s",
+			strerror(errno));
+		goto out_teardown;
+	}
+	log_dbg("spool: %s", spool_dir(fs.spool));
+	fs.writer = writer_new(e, fs.meta, fs.spool);
+	if (!fs.writer)
 		goto out_teardown;
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);

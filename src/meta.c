@@ -81,6 +81,22 @@ static bool stale(struct meta *m, struct ctr *c, double validated)
 	return !(m->busy && m->busy(c->id));
 }
 
+void meta_committed(struct meta *m, struct ctr *c, const char *path,
+		    const struct stat *st)
+{
+	if (!st || S_ISDIR(st->st_mode))
+		cache_remove_tree(m->c, c->id, path);
+	else
+		cache_remove(m->c, c->id, path);
+	if (st) {
+		struct cache_attr a = {
+		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
+
+		fill_defaults(&a.st);
+		cache_put(m->c, c->id, path, &a, NULL);
+	}
+}
+
 void meta_forget(struct meta *m, struct ctr *c, const char *path)
 {
 	cache_remove(m->c, c->id, path);

@@ -46,6 +46,12 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 /* Marks what is cached of path as confirmed now. */
 void meta_touch(struct meta *m, struct ctr *c, const char *path);
 
+/* Records that path now has attributes st, as written by ctrfs (owner
+ * included), and that its directory changed. NULL st: it is gone, with
+ * everything below it. */
+void meta_committed(struct meta *m, struct ctr *c, const char *path,
+		    const struct stat *st);
+
 /* Forgets path (after an ENOENT from the engine). */
 void meta_forget(struct meta *m, struct ctr *c, const char *path);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define RING	 (1024 * 1024)
 #define IDLE_MAX 30.0 /* seconds: the longest a container stays locked */
@@ -328,4 +329,33 @@ bool reader_ctr_busy(const char *ctr_id)
 		busy = r->t && strcmp(r->ctr.id, ctr_id) == 0;
 	pthread_mutex_unlock(&registry_lock);
 	return busy;
+}
+
+int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
+		const char *path, int fd)
+{
+	struct reader *r;
+	int ret = reader_new(e, m, c, path, &r);
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&r->lock);
+	ret = open_transfer(r);
+	while (ret == 0 && (ret = next_block(r)) == 0) {
+		ssize_t n = pwrite(fd, r->blk, r->blklen, r->pos);
+
+		if (n < 0) {
+			ret = -errno;
+			log_err("cannot copy '%s' of container '%s' to the "
+				"spool: %s",
+				path, c->name, strerror(errno));
+			break;
+		}
+		r->pos += n;
+		r->blk += n;
+		r->blklen -= (size_t)n;
+	}
+	pthread_mutex_unlock(&r->lock);
+	reader_free(r);
+	return ret == 1 ? 0 : ret;
 }

@@ -31,6 +31,10 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off);
 
 void reader_free(struct reader *r);
 
+/* Copies the whole current content of path into fd (at offset 0). */
+int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
+		const char *path, int fd);
+
 /* True while a reader of the container has a transfer open: the engine
  * then makes every other archive call on that container wait. */
 bool reader_ctr_busy(const char *ctr_id);

@@ -132,3 +132,46 @@ void tarstream_free(struct tarstream *t)
 	archive_read_free(t->a);
 	free(t);
 }
+
+ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
+{
+	struct archive_entry *ae;
+	struct archive *a;
+	size_t used = 0;
+	ssize_t ret = -EIO;
+
+	a = archive_write_new();
+	ae = archive_entry_new();
+	if (!a || !ae) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	archive_write_set_format_pax_restricted(a);
+	archive_write_set_bytes_per_block(a, 0);
+	if (archive_write_open_memory(a, out, outlen, &used) != ARCHIVE_OK)
+		goto out_free;
+	archive_entry_copy_pathname(ae, e->name);
+	archive_entry_set_mode(ae, e->st.st_mode);
+	archive_entry_set_uid(ae, e->st.st_uid);
+	archive_entry_set_gid(ae, e->st.st_gid);
+	archive_entry_set_mtime(ae, e->st.st_mtim.tv_sec,
+				e->st.st_mtim.tv_nsec);
+	if (e->symlink) {
+		archive_entry_set_filetype(ae, AE_IFLNK);
+		archive_entry_copy_symlink(ae, e->symlink);
+	} else if (e->hardlink) {
+		archive_entry_copy_hardlink(ae, e->hardlink);
+	}
+	archive_entry_set_size(
+	    ae, S_ISREG(e->st.st_mode) && !e->hardlink ? e->st.st_size : 0);
+	if (archive_write_header(a, ae) != ARCHIVE_OK) {
+		ret = archive_errno(a) == ENOMEM ? -ENOMEM : -ENAMETOOLONG;
+		goto out_free;
+	}
+	ret = (ssize_t)used;
+out_free:
+	archive_entry_free(ae);
+	if (a)
+		archive_write_free(a); /* pads the data we never wrote: gone */
+	return ret;
+}

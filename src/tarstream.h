@@ -41,4 +41,14 @@ const char *tarstream_error(struct tarstream *t);
 
 void tarstream_free(struct tarstream *t);
 
+/*
+ * Writes the header block(s) of one entry (pax extensions where ustar
+ * cannot say it: long names, big ids, sub-second mtimes) into out; the
+ * entry's data, padded to TAR_BLOCK, follows it in the archive. Uses
+ * name, st (type, mode, uid, gid, size, mtime), symlink and hardlink of e.
+ * Returns the length, or -errno (-ENAMETOOLONG when out is too small).
+ */
+#define TAR_BLOCK 512
+ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen);
+
 #endif

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "writer.h"
+#include "ctr.h"
+#include "engine.h"
+#include "log.h"
+#include "meta.h"
+#include "reader.h"
+#include "spool.h"
+#include "tarstream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HDR_MAX (3 * 4096)
+
+struct wfile {
+	struct writer *w;
+	pthread_mutex_t lock;
+	int refs; /* under w->lock */
+	struct ctr ctr;
+	char *path;
+	int fd;
+	struct stat st;	   /* the header: mode, uid, gid, mtime */
+	bool mtime_set;	   /* an explicit utimens: keep it */
+	bool dirty;	   /* changed since the last commit */
+	bool in_container; /* exists there under path */
+	bool unlinked;
+	int error; /* a failed write: never commit half a file */
+	struct wfile *next;
+};
+
+/* One file of a group commit. */
+struct item {
+	struct wfile *f;
+	char *parent;
+	int result;
+	bool done;
+	struct item *next;
+};
+
+struct writer {
+	struct engine *e;
+	struct meta *m;
+	struct spool *spool;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct wfile *files;
+	struct item *queue;
+	char **busy; /* "ctr id/parent" keys being committed */
+	size_t nbusy;
+};
+
+struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s)
+{
+	struct writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->e = e;
+	w->m = m;
+	w->spool = s;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	return w;
+}
+
+void writer_free(struct writer *w)
+{
+	if (!w)
+		return;
+	free(w->busy);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->cond);
+	free(w);
+}
+
+static void parent_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(out, path, n);
+	out[n] = '\0';
+}
+
+static struct wfile *find_locked(struct writer *w, const char *ctr_id,
+				 const char *path)
+{
+	for (struct wfile *f = w->files; f; f = f->next)
+		if (!f->unlinked && strcmp(f->ctr.id, ctr_id) == 0 &&
+		    strcmp(f->path, path) == 0)
+			return f;
+	return NULL;
+}
+
+struct wfile *writer_find(struct writer *w, const char *ctr_id,
+			  const char *path)
+{
+	struct wfile *f;
+
+	pthread_mutex_lock(&w->lock);
+	f = find_locked(w, ctr_id, path);
+	if (f)
+		f->refs++;
+	pthread_mutex_unlock(&w->lock);
+	return f;
+}
+
+int writer_open(struct writer *w, const struct ctr *c, const char *path,
+		int flags, const struct stat *existing,
+		const struct stat *create, struct wfile **out)
+{
+	struct wfile *f;
+	int ret;
+
+	pthread_mutex_lock(&w->lock);
+	f = find_locked(w, c->id, path);
+	if (f) {
+		f->refs++;
+		pthread_mutex_unlock(&w->lock);
+		if (flags & O_TRUNC)
+			wfile_truncate(f, 0);
+		*out = f;
+		return 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->w = w;
+	f->refs = 1;
+	f->ctr = *c;
+	f->path = strdup(path);
+	f->fd = spool_file(w->spool);
+	if (!f->path || f->fd < 0) {
+		ret = f->fd < 0 ? f->fd : -ENOMEM;
+		log_err("cannot write '%s' in container '%s': spool: %s", path,
+			c->name, strerror(-ret));
+		goto out_free;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	f->st = existing ? *existing : *create;
+	f->st.st_nlink = 1;
+	f->in_container = existing != NULL;
+	f->dirty = !existing || (flags & O_TRUNC);
+	if (existing && !(flags & O_TRUNC) && existing->st_size > 0) {
+		ret = reader_copy(w->e, w->m, c, path, f->fd);
+		if (ret < 0)
+			goto out_lock;
+	}
+	if (!existing || (flags & O_TRUNC))
+		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
+	pthread_mutex_lock(&w->lock);
+	f->next = w->files;
+	w->files = f;
+	pthread_mutex_unlock(&w->lock);
+	*out = f;
+	return 0;
+out_lock:
+	pthread_mutex_destroy(&f->lock);
+out_free:
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->path);
+	free(f);
+	return ret;
+}
+
+static void touch_mtime(struct wfile *f)
+{
+	f->dirty = true;
+	if (!f->mtime_set)
+		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
+}
+
+ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
+{
+	ssize_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = pwrite(f->fd, buf, size, off);
+	if (n < 0) {
+		n = -errno;
+		f->error = (int)n;
+		log_err("cannot write '%s' in container '%s': spool: %s",
+			f->path, f->ctr.name, strerror(errno));
+	} else {
+		f->mtime_set = false;
+		touch_mtime(f);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off)
+{
+	ssize_t n = pread(f->fd, buf, size, off);
+
+	return n < 0 ? -errno : n;
+}
+
+void wfile_stat(struct wfile *f, struct stat *st)
+{
+	struct stat sp;
+
+	pthread_mutex_lock(&f->lock);
+	*st = f->st;
+	if (fstat(f->fd, &sp) == 0) {
+		st->st_size = sp.st_size;
+		st->st_blocks = sp.st_blocks;
+	}
+	st->st_atim = st->st_ctim = st->st_mtim;
+	st->st_blksize = 4096;
+	pthread_mutex_unlock(&f->lock);
+}
+
+int wfile_truncate(struct wfile *f, off_t size)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (ftruncate(f->fd, size) < 0)
+		ret = -errno;
+	else
+		touch_mtime(f);
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+void wfile_chmod(struct wfile *f, mode_t mode)
+{
+	pthread_mutex_lock(&f->lock);
+	f->st.st_mode = (f->st.st_mode & S_IFMT) | (mode & 07777);
+	f->dirty = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void wfile_chown(struct wfile *f, uid_t uid, gid_t gid)
+{
+	pthread_mutex_lock(&f->lock);
+	if (uid != (uid_t)-1)
+		f->st.st_uid = uid;
+	if (gid != (gid_t)-1)
+		f->st.st_gid = gid;
+	f->dirty = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+void wfile_utimens(struct wfile *f, const struct timespec *mtime)
+{
+	pthread_mutex_lock(&f->lock);
+	f->st.st_mtim = *mtime;
+	f->mtime_set = true;
+	f->dirty = true;
+	pthread_mutex_unlock(&f->lock);
+}
+
+int wfile_rename(struct wfile *f, const char *newpath)
+{
+	char *p = strdup(newpath);
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->w->lock);
+	free(f->path);
+	f->path = p;
+	pthread_mutex_unlock(&f->w->lock);
+	return 0;
+}
+
+bool wfile_in_container(struct wfile *f)
+{
+	return f->in_container;
+}
+
+void wfile_unlinked(struct wfile *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->unlinked = true;
+	f->dirty = false;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* The tar body of a group commit, produced as curl asks for it. */
+struct body {
+	struct item *items;
+	struct item *cur;
+	char hdr[HDR_MAX];
+	size_t hdr_len, hdr_off;
+	off_t size, data_off;
+	size_t pad;
+	size_t trailer; /* end-of-archive bytes still to send */
+	bool started;
+};
+
+static int next_item(struct body *b)
+{
+	struct wfile *f;
+	struct tar_entry te;
+	struct stat sp;
+	const char *base;
+	ssize_t n;
+
+	b->cur = b->started ? b->cur->next : b->items;
+	b->started = true;
+	if (!b->cur) {
+		b->trailer = 2 * TAR_BLOCK;
+		return 0;
+	}
+	f = b->cur->f;
+	if (fstat(f->fd, &sp) < 0)
+		return -errno;
+	base = strrchr(f->path, '/') + 1;
+	memset(&te, 0, sizeof(te));
+	te.name = base;
+	te.st = f->st;
+	te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
+	te.st.st_size = sp.st_size;
+	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
+	if (n < 0)
+		return (int)n;
+	b->hdr_len = (size_t)n;
+	b->hdr_off = 0;
+	b->size = sp.st_size;
+	b->data_off = 0;
+	b->pad = (TAR_BLOCK - (size_t)(sp.st_size % TAR_BLOCK)) % TAR_BLOCK;
+	return 0;
+}
+
+static ssize_t body_fill(void *ctx, char *buf, size_t len)
+{
+	struct body *b = ctx;
+	size_t done = 0;
+	int ret;
+
+	if (!b->started && (ret = next_item(b)) < 0)
+		return ret;
+	while (done < len) {
+		size_t k;
+
+		if (!b->cur) {
+			k = b->trailer < len - done ? b->trailer : len - done;
+			memset(buf + done, 0, k);
+			b->trailer -= k;
+			done += k;
+			break;
+		}
+		if (b->hdr_off < b->hdr_len) {
+			k = b->hdr_len - b->hdr_off;
+			k = k < len - done ? k : len - done;
+			memcpy(buf + done, b->hdr + b->hdr_off, k);
+			b->hdr_off += k;
+			done += k;
+		} else if (b->data_off < b->size) {
+			off_t left = b->size - b->data_off;
+			ssize_t n;
+
+			k = left < (off_t)(len - done) ? (size_t)left
+						       : len - done;
+			/* straight from the spool into curl's buffer */
+			n = pread(b->cur->f->fd, buf + done, k, b->data_off);
+			if (n < 0)
+				return -errno;
+			if (n == 0)
+				return -EIO; /* shrank under us */
+			b->data_off += n;
+			done += (size_t)n;
+		} else if (b->pad > 0) {
+			k = b->pad < len - done ? b->pad : len - done;
+			memset(buf + done, 0, k);
+			b->pad -= k;
+			done += k;
+		} else if ((ret = next_item(b)) < 0) {
+			return ret;
+		}
+	}
+	return (ssize_t)done;
+}
+
+/* Sends items (same container and directory) in one PUT. */
+static int put_batch(struct writer *w, struct item *items)
+{
+	struct body b = {.items = items};
+	struct wfile *f0 = items->f;
+	char msg[512];
+	size_t n = 0;
+	int ret;
+
+	for (struct item *it = items; it; it = it->next)
+		n++;
+	ret = engine_archive_put(w->e, f0->ctr.id, items->parent, body_fill, &b,
+				 msg, sizeof(msg));
+	if (ret < 0) {
+		for (struct item *it = items; it; it = it->next)
+			log_err("cannot write '%s' in container '%s': %s",
+				it->f->path, it->f->ctr.name, msg);
+	} else if (n > 1) {
+		log_dbg("committed %zu files in '%s' with one PUT", n,
+			items->parent);
+	}
+	return ret;
+}
+
+static bool busy_has(struct writer *w, const char *key)
+{
+	for (size_t i = 0; i < w->nbusy; i++)
+		if (strcmp(w->busy[i], key) == 0)
+			return true;
+	return false;
+}
+
+static void busy_del(struct writer *w, const char *key)
+{
+	for (size_t i = 0; i < w->nbusy; i++) {
+		if (w->busy[i] == key) {
+			w->busy[i] = w->busy[--w->nbusy];
+			return;
+		}
+	}
+}
+
+/* Group commit: the first committer of a (container, directory) sends
+ * every item queued for it; the others wait for their result. */
+static int commit_grouped(struct writer *w, struct item *me)
+{
+	char key[PATH_MAX + 80];
+
+	snprintf(key, sizeof(key), "%s%s", me->f->ctr.id, me->parent);
+	pthread_mutex_lock(&w->lock);
+	me->next = w->queue;
+	w->queue = me;
+	while (!me->done) {
+		struct item *batch = NULL, **pp;
+		char **nb;
+
+		if (busy_has(w, key)) {
+			pthread_cond_wait(&w->cond, &w->lock);
+			continue;
+		}
+		nb = realloc(w->busy, (w->nbusy + 1) * sizeof(*nb));
+		if (!nb) {
+			pthread_mutex_unlock(&w->lock);
+			return -ENOMEM; /* still queued: cannot happen twice */
+		}
+		w->busy = nb;
+		w->busy[w->nbusy++] = key;
+		for (pp = &w->queue; *pp;) {
+			struct item *it = *pp;
+
+			if (strcmp(it->f->ctr.id, me->f->ctr.id) == 0 &&
+			    strcmp(it->parent, me->parent) == 0) {
+				*pp = it->next;
+				it->next = batch;
+				batch = it;
+			} else {
+				pp = &it->next;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+		{
+			int ret = put_batch(w, batch);
+
+			pthread_mutex_lock(&w->lock);
+			for (struct item *it = batch, *next; it; it = next) {
+				next = it->next;
+				it->result = ret;
+				it->done = true;
+			}
+		}
+		busy_del(w, key);
+		pthread_cond_broadcast(&w->cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return me->result;
+}
+
+int wfile_commit(struct wfile *f)
+{
+	char parent[PATH_MAX];
+	struct item me = {.f = f, .parent = parent};
+	int ret = 0;
+
+	pthread_mutex_lock(&f->lock);
+	if (f->error) {
+		ret = f->error;
+		goto out;
+	}
+	if (!f->dirty || f->unlinked)
+		goto out;
+	parent_of(f->path, parent, sizeof(parent));
+	ret = commit_grouped(f->w, &me);
+	if (ret == 0) {
+		struct stat st;
+
+		f->dirty = false;
+		f->in_container = true;
+		pthread_mutex_unlock(&f->lock);
+		wfile_stat(f, &st);
+		meta_committed(f->w->m, &f->ctr, f->path, &st);
+		return 0;
+	}
+out:
+	pthread_mutex_unlock(&f->lock);
+	return ret;
+}
+
+void wfile_put(struct wfile *f)
+{
+	struct writer *w = f->w;
+	struct wfile **pp;
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --f->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (!last)
+		return;
+	wfile_commit(f); /* a failure was logged; nobody is left to tell */
+	pthread_mutex_lock(&w->lock);
+	if (f->refs > 0) { /* reopened meanwhile */
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	for (pp = &w->files; *pp; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	close(f->fd);
+	pthread_mutex_destroy(&f->lock);
+	free(f->path);
+	free(f);
+}
+
+struct mem_body {
+	char buf[HDR_MAX + 3 * TAR_BLOCK];
+	size_t len, off;
+};
+
+static ssize_t mem_fill(void *ctx, char *buf, size_t len)
+{
+	struct mem_body *b = ctx;
+	size_t k = b->len - b->off < len ? b->len - b->off : len;
+
+	memcpy(buf, b->buf + b->off, k);
+	b->off += k;
+	return (ssize_t)k;
+}
+
+int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
+		     const struct tar_entry *te)
+{
+	struct mem_body *b = calloc(1, sizeof(*b));
+	char msg[512];
+	ssize_t n;
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	n = tarstream_header(te, b->buf, HDR_MAX);
+	if (n < 0) {
+		free(b);
+		return (int)n;
+	}
+	b->len = (size_t)n + 2 * TAR_BLOCK; /* calloc'd: the trailer */
+	ret =
+	    engine_archive_put(w->e, c->id, dir, mem_fill, b, msg, sizeof(msg));
+	if (ret < 0)
+		log_err("cannot create '%s' in '%s' of container '%s': %s",
+			te->name, dir, c->name, msg);
+	free(b);
+	return ret;
+}

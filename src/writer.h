@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Files being written: each is a wfile, its data in a spool file and its
+ * tar header (mode, owner, mtime) in memory. A commit sends the file with
+ * one tar PUT to its directory; commits that happen together in the same
+ * directory of a container go in one PUT (group commit: the first
+ * committer sends everything queued meanwhile). Metadata changes of an open
+ * file fold into its header at no engine call.
+ *
+ * The pending state is the wfile itself, so a later write-back mode only
+ * has to delay wfile_commit() and batch more.
+ */
+#ifndef CTRFS_WRITER_H
+#define CTRFS_WRITER_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct ctr;
+struct engine;
+struct meta;
+struct spool;
+struct tar_entry;
+struct writer;
+struct wfile;
+
+struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s);
+void writer_free(struct writer *w);
+
+/*
+ * Opens path (inside container c) for writing. existing: the file's current
+ * attributes, or NULL to create it with the mode and owner in create.
+ * Without O_TRUNC the spool starts with the current content. The wfile is
+ * referenced once for the caller; an already open wfile of the same path
+ * is shared.
+ */
+int writer_open(struct writer *w, const struct ctr *c, const char *path,
+		int flags, const struct stat *existing,
+		const struct stat *create, struct wfile **out);
+
+/* The open wfile of path, referenced, or NULL. */
+struct wfile *writer_find(struct writer *w, const char *ctr_id,
+			  const char *path);
+
+ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off);
+ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off);
+void wfile_stat(struct wfile *f, struct stat *st);
+
+/* Sends the file to the container when it changed since the last commit;
+ * 0 when it is there, else -errno. */
+int wfile_commit(struct wfile *f);
+
+/* Folded metadata changes; each marks the file changed. */
+int wfile_truncate(struct wfile *f, off_t size);
+void wfile_chmod(struct wfile *f, mode_t mode);
+void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
+void wfile_utimens(struct wfile *f, const struct timespec *mtime);
+int wfile_rename(struct wfile *f, const char *newpath);
+
+/* Whether the file exists in the container under its current name (it was
+ * committed, or opened as an existing file). */
+bool wfile_in_container(struct wfile *f);
+
+/* Marks the file removed: it is not committed again. */
+void wfile_unlinked(struct wfile *f);
+
+/* Sends one entry without data (a directory, a symlink, a hard link, an
+ * empty file) to directory dir of the container with one PUT. */
+int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
+		     const struct tar_entry *te);
+
+/* Drops a reference; the last one commits a changed file (logging any
+ * failure: nobody is left to tell) and frees it. */
+void wfile_put(struct wfile *f);
+
+#endif
