@@ -23,6 +23,8 @@
 
 struct options {
 	char *host;
+	char *pos[2]; /* [SOURCE] MOUNTPOINT */
+	int npos;
 	int all;
 	int allow_other;
 	double attr_timeout;
@@ -57,6 +59,14 @@ static int opt_proc(void *data, const char *arg, int key,
 	struct options *o = data;
 
 	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->npos == 2) {
+			fprintf(stderr, "ctrfs: too many arguments: '%s'\n",
+				arg);
+			return -1;
+		}
+		o->pos[o->npos] = strdup(arg);
+		return o->pos[o->npos++] ? 0 : -1;
 	case KEY_ALLOW_OTHER:
 		o->allow_other = 1;
 		return 1; /* keep it for FUSE */
@@ -69,7 +79,7 @@ static int opt_proc(void *data, const char *arg, int key,
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] MOUNTPOINT\n\n"
+	printf("usage: %s [options] [SOURCE] MOUNTPOINT\n\n"
 	       "Mounts every container of a Docker Engine (or Podman's Docker-"
 	       "compatible API)\nas a directory named after the container.\n\n"
 	       "ctrfs options:\n"
@@ -97,7 +107,9 @@ static void usage(const char *prog)
 	       "    -s                     single-threaded (default: "
 	       "multi-threaded)\n"
 	       "    -h, --help             this help\n"
-	       "    -V, --version          the version\n\n",
+	       "    -V, --version          the version\n\n"
+	       "SOURCE, as mount(8) passes it: an engine URL, or any word "
+	       "(e.g. docker)\nfor the default engine.\n\n",
 	       prog, DEFAULT_HOST);
 }
 
@@ -144,6 +156,13 @@ int main(int argc, char *argv[])
 	setlocale(LC_CTYPE, "C.UTF-8");
 	log_init(true, false);
 	if (fuse_opt_parse(&args, &o, ctrfs_opts, opt_proc) != 0)
+		goto out_args;
+	/* "ctrfs SOURCE MOUNTPOINT" is how mount(8) and fstab call us: a
+	 * SOURCE that is an engine URL selects the engine, any other (e.g.
+	 * "docker") means the default one */
+	if (o.npos == 2 && !o.host && strstr(o.pos[0], "://"))
+		o.host = strdup(o.pos[0]);
+	if (o.npos > 0 && fuse_opt_add_arg(&args, o.pos[o.npos - 1]) != 0)
 		goto out_args;
 	if (fuse_parse_cmdline(&args, &co) != 0)
 		goto out_args;
@@ -207,5 +226,7 @@ out_cmdline:
 out_args:
 	fuse_opt_free_args(&args);
 	free(o.host);
+	free(o.pos[0]);
+	free(o.pos[1]);
 	return ret;
 }
