@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "engine.h"
+#include "hostcfg.h"
 #include "log.h"
 
 #include <curl/curl.h>
@@ -32,6 +33,9 @@ struct engine {
 	char *buf_pool[POOL_MAX];
 	int n_buf;
 	bool down; /* the last attempt failed to reach the engine */
+	bool tls;
+	bool tls_verify;
+	char *ca, *cert, *key; /* or NULL */
 };
 
 struct engine_stream {
@@ -71,6 +75,7 @@ static void share_unlock(CURL *h, curl_lock_data data, void *ctx)
 static int parse_url(struct engine *e, const char *url)
 {
 	char buf[1024];
+	const char *scheme = e->tls ? "https" : "http";
 
 	if (strncmp(url, "unix://", 7) == 0) {
 		if (url[7] != '/')
@@ -82,10 +87,15 @@ static int parse_url(struct engine *e, const char *url)
 
 		if (!*hp)
 			return -EINVAL;
-		snprintf(buf, sizeof(buf), "http://%s%s", hp,
-			 strchr(hp, ':') ? "" : ":2375");
+		snprintf(buf, sizeof(buf), "%s://%s%s", scheme, hp,
+			 strchr(hp, ':') ? ""
+			 : e->tls	 ? ":2376"
+					 : ":2375");
 		e->base = strdup(buf);
-	} else if (strncmp(url, "http://", 7) == 0) {
+	} else if (strncmp(url, "http://", 7) == 0 && !e->tls) {
+		e->base = strdup(url);
+	} else if (strncmp(url, "https://", 8) == 0) {
+		e->tls = true;
 		e->base = strdup(url);
 	} else {
 		return -EINVAL;
@@ -98,7 +108,12 @@ static int parse_url(struct engine *e, const char *url)
 	return 0;
 }
 
-int engine_new(const char *url, unsigned timeout, struct engine **out)
+static char *dup_nonempty(const char *s)
+{
+	return (s && *s) ? strdup(s) : NULL;
+}
+
+int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 {
 	struct engine *e = calloc(1, sizeof(*e));
 	int ret;
@@ -106,8 +121,13 @@ int engine_new(const char *url, unsigned timeout, struct engine **out)
 	if (!e)
 		return -ENOMEM;
 	e->timeout = timeout ? (long)timeout : 30;
-	e->url = strdup(url);
-	ret = e->url ? parse_url(e, url) : -ENOMEM;
+	e->tls = hc->tls;
+	e->tls_verify = hc->tls_verify;
+	e->ca = dup_nonempty(hc->ca);
+	e->cert = dup_nonempty(hc->cert);
+	e->key = dup_nonempty(hc->key);
+	e->url = strdup(hc->url);
+	ret = e->url ? parse_url(e, hc->url) : -ENOMEM;
 	if (ret < 0)
 		goto out_free;
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -129,6 +149,9 @@ out_free:
 	free(e->url);
 	free(e->base);
 	free(e->unix_path);
+	free(e->ca);
+	free(e->cert);
+	free(e->key);
 	free(e);
 	return ret;
 }
@@ -148,6 +171,9 @@ void engine_free(struct engine *e)
 	free(e->url);
 	free(e->base);
 	free(e->unix_path);
+	free(e->ca);
+	free(e->cert);
+	free(e->key);
 	free(e);
 }
 
@@ -178,7 +204,19 @@ static CURL *easy_get(struct engine *e)
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)CURL_BUFSIZE);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
+	if (e->tls) {
+		if (e->ca)
+			curl_easy_setopt(h, CURLOPT_CAINFO, e->ca);
+		if (e->cert)
+			curl_easy_setopt(h, CURLOPT_SSLCERT, e->cert);
+		if (e->key)
+			curl_easy_setopt(h, CURLOPT_SSLKEY, e->key);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER,
+				 e->tls_verify ? 1L : 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST,
+				 e->tls_verify ? 2L : 0L);
+	}
 	return h;
 }
 

@@ -19,6 +19,7 @@
 
 struct engine;
 struct engine_stream;
+struct hostcfg;
 
 struct engine_reply {
 	long status;
@@ -28,10 +29,13 @@ struct engine_reply {
 };
 
 /*
- * url: unix:///path, tcp://host:port or http://host:port. timeout: seconds
- * a call may stall before it fails. Returns 0 or -errno (-EINVAL: bad URL).
+ * hc->url: unix:///path, tcp://host[:port], http(s)://host:port; with
+ * hc->tls a tcp:// URL is HTTPS (default port 2376), checked against
+ * hc->ca and presenting hc->cert/hc->key; never a plaintext fallback.
+ * timeout: seconds a call may stall before it fails. Returns 0 or -errno
+ * (-EINVAL: bad URL).
  */
-int engine_new(const char *url, unsigned timeout, struct engine **out);
+int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out);
 void engine_free(struct engine *e);
 const char *engine_url(const struct engine *e);
 

@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "fs.h"
+#include "hostcfg.h"
 #include "log.h"
 
 #include <curl/curl.h>
@@ -11,6 +12,7 @@
 /* option parsing only: the filesystem itself is in fs.c */
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <locale.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_HOST "unix:///var/run/docker.sock"
+#define DEFAULT_HOST HOSTCFG_DEFAULT
 
 struct options {
 	char *host;
@@ -79,38 +81,41 @@ static int opt_proc(void *data, const char *arg, int key,
 
 static void usage(const char *prog)
 {
-	printf("usage: %s [options] [SOURCE] MOUNTPOINT\n\n"
-	       "Mounts every container of a Docker Engine (or Podman's Docker-"
-	       "compatible API)\nas a directory named after the container.\n\n"
-	       "ctrfs options:\n"
-	       "    -o host=URL            engine: unix:///path or "
-	       "tcp://host:port\n"
-	       "                           (default: $DOCKER_HOST, else %s)\n"
-	       "    -o all                 also show stopped containers "
-	       "(default: running only)\n"
-	       "    -o attr_timeout=SECS   how long metadata is trusted "
-	       "before it is\n"
-	       "                           revalidated (default: 1)\n"
-	       "    -o timeout=SECS        how long an engine call may stall "
-	       "(default: 30)\n"
-	       "    -o allow_other         let other users in, with "
-	       "permission checks\n"
-	       "                           (default: only the user who "
-	       "mounted)\n"
-	       "    -f                     stay in the foreground, log to "
-	       "stderr\n"
-	       "                           (default: background, log to "
-	       "syslog)\n"
-	       "    -d                     debug: log every engine call with "
-	       "its duration\n"
-	       "                           (implies -f)\n"
-	       "    -s                     single-threaded (default: "
-	       "multi-threaded)\n"
-	       "    -h, --help             this help\n"
-	       "    -V, --version          the version\n\n"
-	       "SOURCE, as mount(8) passes it: an engine URL, or any word "
-	       "(e.g. docker)\nfor the default engine.\n\n",
-	       prog, DEFAULT_HOST);
+	printf(
+	    "usage: %s [options] [SOURCE] MOUNTPOINT\n\n"
+	    "Mounts every container of a Docker Engine (or Podman's Docker-"
+	    "compatible API)\nas a directory named after the container.\n\n"
+	    "ctrfs options:\n"
+	    "    -o host=URL            engine: unix:///path, tcp://host:port"
+	    " or https://\n"
+	    "                           (default: $DOCKER_HOST, else the "
+	    "docker CLI's\n"
+	    "                           context, else %s)\n"
+	    "    -o all                 also show stopped containers "
+	    "(default: running only)\n"
+	    "    -o attr_timeout=SECS   how long metadata is trusted "
+	    "before it is\n"
+	    "                           revalidated (default: 1)\n"
+	    "    -o timeout=SECS        how long an engine call may stall "
+	    "(default: 30)\n"
+	    "    -o allow_other         let other users in, with "
+	    "permission checks\n"
+	    "                           (default: only the user who "
+	    "mounted)\n"
+	    "    -f                     stay in the foreground, log to "
+	    "stderr\n"
+	    "                           (default: background, log to "
+	    "syslog)\n"
+	    "    -d                     debug: log every engine call with "
+	    "its duration\n"
+	    "                           (implies -f)\n"
+	    "    -s                     single-threaded (default: "
+	    "multi-threaded)\n"
+	    "    -h, --help             this help\n"
+	    "    -V, --version          the version\n\n"
+	    "SOURCE, as mount(8) passes it: an engine URL, or any word "
+	    "(e.g. docker)\nfor the default engine.\n\n",
+	    prog, DEFAULT_HOST);
 }
 
 /* A clearer reason than curl's when a unix socket is not usable. */
@@ -149,8 +154,9 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts co;
 	struct fs_config cfg;
 	struct engine *e = NULL;
+	struct hostcfg hc;
 	const char *host;
-	char msg[1024];
+	char msg[PATH_MAX + 512];
 	int ret = 1;
 
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -188,11 +194,14 @@ int main(int argc, char *argv[])
 	}
 	log_init(true, co.debug);
 
-	host = o.host ? o.host : getenv("DOCKER_HOST");
-	if (!host || !*host)
-		host = DEFAULT_HOST;
+	if (hostcfg_resolve(o.host, &hc, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		ret = 2;
+		goto out_cmdline;
+	}
+	host = hc.url;
 	curl_global_init(CURL_GLOBAL_ALL);
-	ret = engine_new(host, o.timeout, &e);
+	ret = engine_new(&hc, o.timeout, &e);
 	if (ret < 0) {
 		fprintf(stderr,
 			"ctrfs: cannot connect to engine at %s: "

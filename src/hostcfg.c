@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+#include "hostcfg.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void config_dir(char *out, size_t len)
+{
+	const char *d = getenv("DOCKER_CONFIG");
+	const char *home = getenv("HOME");
+
+	if (d && *d)
+		snprintf(out, len, "%s", d);
+	else
+		snprintf(out, len, "%s/.docker",
+			 home && *home ? home : "/root");
+}
+
+/* TLS files of a directory holding ca.pem, cert.pem and key.pem. */
+static void tls_files(struct hostcfg *hc, const char *dir)
+{
+	snprintf(hc->ca, sizeof(hc->ca), "%s/ca.pem", dir);
+	snprintf(hc->cert, sizeof(hc->cert), "%s/cert.pem", dir);
+	snprintf(hc->key, sizeof(hc->key), "%s/key.pem", dir);
+	if (access(hc->ca, R_OK) != 0)
+		hc->ca[0] = '\0';
+	if (access(hc->cert, R_OK) != 0 || access(hc->key, R_OK) != 0)
+		hc->cert[0] = hc->key[0] = '\0';
+}
+
+static void from_env(struct hostcfg *hc, const char *host)
+{
+	const char *verify = getenv("DOCKER_TLS_VERIFY");
+	const char *certs = getenv("DOCKER_CERT_PATH");
+	char dir[PATH_MAX];
+
+	snprintf(hc->url, sizeof(hc->url), "%s", host);
+	if (verify && *verify && strcmp(verify, "0") != 0) {
+		hc->tls = true;
+		hc->tls_verify = true;
+		if (certs && *certs)
+			snprintf(dir, sizeof(dir), "%s", certs);
+		else
+			config_dir(dir, sizeof(dir));
+		tls_files(hc, dir);
+	}
+}
+
+/* The name of the context to use: DOCKER_CONTEXT, else currentContext. */
+static int context_name(char *out, size_t len)
+{
+	const char *env = getenv("DOCKER_CONTEXT");
+	struct json_object *root, *cur;
+	char path[PATH_MAX + 16];
+	int ret = -ENOENT;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	config_dir(path, sizeof(path));
+	strncat(path, "/config.json", sizeof(path) - strlen(path) - 1);
+	root = json_object_from_file(path);
+	if (root && json_object_object_get_ex(root, "currentContext", &cur) &&
+	    json_object_is_type(cur, json_type_string) &&
+	    *json_object_get_string(cur)) {
+		snprintf(out, len, "%s", json_object_get_string(cur));
+		ret = 0;
+	}
+	json_object_put(root);
+	return ret;
+}
+
+/* Finds the context's meta.json by its Name (the directories are named by
+ * a digest of it) and takes its docker endpoint. */
+static int from_context(struct hostcfg *hc, const char *name, char *msg,
+			size_t msglen)
+{
+	char dir[PATH_MAX], meta[PATH_MAX * 2], tls[PATH_MAX * 2];
+	struct dirent *de;
+	DIR *d;
+	int ret = -ENOENT;
+
+	config_dir(dir, sizeof(dir));
+	strncat(dir, "/contexts/meta", sizeof(dir) - strlen(dir) - 1);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct json_object *root, *v, *ep, *host, *skip;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
+			 de->d_name);
+		root = json_object_from_file(meta);
+		if (!root || !json_object_object_get_ex(root, "Name", &v) ||
+		    strcmp(json_object_get_string(v), name) != 0 ||
+		    !json_object_object_get_ex(root, "Endpoints", &ep) ||
+		    !json_object_object_get_ex(ep, "docker", &ep) ||
+		    !json_object_object_get_ex(ep, "Host", &host)) {
+			json_object_put(root);
+			continue;
+		}
+		snprintf(hc->url, sizeof(hc->url), "%s",
+			 json_object_get_string(host));
+		snprintf(tls, sizeof(tls), "%.*s/tls/%s/docker",
+			 (int)(strlen(dir) - strlen("/meta")), dir, de->d_name);
+		if (access(tls, R_OK) == 0) {
+			hc->tls = true;
+			hc->tls_verify = !(json_object_object_get_ex(
+					       ep, "SkipTLSVerify", &skip) &&
+					   json_object_get_boolean(skip));
+			tls_files(hc, tls);
+		}
+		snprintf(hc->origin, sizeof(hc->origin), "context %s", name);
+		json_object_put(root);
+		ret = 0;
+		break;
+	}
+	if (d)
+		closedir(d);
+	if (ret < 0)
+		snprintf(msg, msglen, "no docker context named '%s' in %s",
+			 name, dir);
+	return ret;
+}
+
+int hostcfg_resolve(const char *option_host, struct hostcfg *hc, char *msg,
+		    size_t msglen)
+{
+	const char *env = getenv("DOCKER_HOST");
+	char name[256];
+
+	memset(hc, 0, sizeof(*hc));
+	msg[0] = '\0';
+	if (option_host && *option_host) {
+		from_env(hc, option_host);
+		snprintf(hc->origin, sizeof(hc->origin), "-o host");
+		return 0;
+	}
+	if (env && *env) {
+		from_env(hc, env);
+		snprintf(hc->origin, sizeof(hc->origin), "DOCKER_HOST");
+		return 0;
+	}
+	if (context_name(name, sizeof(name)) == 0 &&
+	    strcmp(name, "default") != 0)
+		return from_context(hc, name, msg, msglen);
+	snprintf(hc->url, sizeof(hc->url), "%s", HOSTCFG_DEFAULT);
+	snprintf(hc->origin, sizeof(hc->origin), "default");
+	return 0;
+}
