@@ -32,7 +32,8 @@ struct engine {
 	int n_easy;
 	char *buf_pool[POOL_MAX];
 	int n_buf;
-	bool down; /* the last attempt failed to reach the engine */
+	bool down;   /* the last attempt failed to reach the engine */
+	bool podman; /* the ping said Libpod-Api-Version */
 	bool tls;
 	bool tls_verify;
 	char *ca, *cert, *key; /* or NULL */
@@ -180,6 +181,11 @@ void engine_free(struct engine *e)
 const char *engine_url(const struct engine *e)
 {
 	return e->url;
+}
+
+bool engine_is_podman(const struct engine *e)
+{
+	return e->podman;
 }
 
 /* Takes an easy handle from the pool (keeping its live connection) or
@@ -377,7 +383,8 @@ static size_t reply_header(char *p, size_t size, size_t nmemb, void *data)
 }
 
 static int do_request(struct engine *e, const char *method, const char *url,
-		      struct engine_reply *r, char *api, size_t apilen)
+		      struct engine_reply *r, char *api, size_t apilen,
+		      bool *podman)
 {
 	struct reply_ctx ctx = {.r = r};
 	double t0 = now_mono();
@@ -410,6 +417,9 @@ static int do_request(struct engine *e, const char *method, const char *url,
 			if (curl_easy_header(h, "Api-Version", 0, CURLH_HEADER,
 					     -1, &hd) == CURLHE_OK)
 				snprintf(api, apilen, "%s", hd->value);
+			*podman = curl_easy_header(h, "Libpod-Api-Version", 0,
+						   CURLH_HEADER, -1,
+						   &hd) == CURLHE_OK;
 		}
 		ret = 0;
 	} else if (ctx.too_big) {
@@ -436,7 +446,7 @@ int engine_request(struct engine *e, const char *method, const char *path,
 	if ((size_t)snprintf(url, sizeof(url), "%s%s%s", e->base, e->prefix,
 			     path) >= sizeof(url))
 		return -ENAMETOOLONG;
-	return do_request(e, method, url, r, NULL, 0);
+	return do_request(e, method, url, r, NULL, 0, NULL);
 }
 
 void engine_reply_free(struct engine_reply *r)
@@ -468,7 +478,7 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 	int ret;
 
 	snprintf(url, sizeof(url), "%s/_ping", e->base);
-	ret = do_request(e, "GET", url, &r, api, sizeof(api));
+	ret = do_request(e, "GET", url, &r, api, sizeof(api), &e->podman);
 	if (ret < 0) {
 		snprintf(msg, msglen, "cannot connect to engine at %s: %s",
 			 e->url, strerror(-ret));
@@ -489,7 +499,8 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 	else
 		use = ENGINE_API_MAX;
 	snprintf(e->prefix, sizeof(e->prefix), "/v%s", use);
-	snprintf(msg, msglen, "engine at %s speaks API %s, using %s", e->url,
+	snprintf(msg, msglen, "%s at %s speaks API %s, using %s",
+		 e->podman ? "Podman" : "engine", e->url,
 		 api[0] ? api : "(unknown)", use);
 	return 0;
 }
@@ -542,7 +553,7 @@ int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 
 	if (ret < 0)
 		return ret;
-	return do_request(e, "HEAD", url, r, NULL, 0);
+	return do_request(e, "HEAD", url, r, NULL, 0, NULL);
 }
 
 static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)

@@ -12,6 +12,7 @@
 #ifndef CTRFS_ENGINE_H
 #define CTRFS_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -38,6 +39,9 @@ struct engine_reply {
 int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out);
 void engine_free(struct engine *e);
 const char *engine_url(const struct engine *e);
+
+/* Whether the engine is Podman (known after engine_ping()). */
+bool engine_is_podman(const struct engine *e);
 
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg. */

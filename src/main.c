@@ -217,6 +217,10 @@ int main(int argc, char *argv[])
 		goto out_engine;
 	}
 	log_dbg("%s", msg);
+	if (engine_is_podman(e))
+		fprintf(stderr, "ctrfs: the engine is Podman: its archive API "
+				"reports every owner as 0:0, and ctrfs shows "
+				"what it reports\n");
 
 	fuse_opt_add_arg(&args, "-osubtype=ctrfs,fsname=ctrfs");
 	if (o.allow_other)
