@@ -707,3 +707,120 @@ def pytest_runtest_makereport(item, call):
     if rep.failed:
         for i, m in enumerate(getattr(item, "_ctrfs_mounts", []), 1):
             rep.sections.append((f"ctrfs log {i} ({m.log})", m.log_text()))
+
+
+# --------------------------------------------------------------------------
+# Helpers for the write-path tests (test_write_*.py)
+
+
+def run_tool(*argv, timeout=120, check=True, cwd=None):
+    """Run a host command (cp, rsync, tar...) on paths through the mount."""
+    argv = [str(a) for a in argv]
+    try:
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise Hang(f"{' '.join(argv)} did not finish within {timeout} s") from None
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {r.returncode}: {r.stderr.decode(errors='replace')}")
+    return r
+
+
+def _entry(kind, perm, uid, gid, mtime, size=0, sha256=None, target=None):
+    return {"type": kind, "perm": perm, "uid": uid, "gid": gid, "mtime": int(mtime),
+            "size": size, "sha256": sha256, "target": target}
+
+
+def tar_tree(ctr, path, timeout=300):
+    """Every entry under directory `path` as `docker cp NAME:path/. -` gives it.
+
+    Returns relative name ('.' for `path` itself) -> dict of type, perm (with
+    setuid/setgid/sticky), uid, gid, mtime, size, sha256 and symlink target.
+    A hard link entry is reported as the file it links to, with `hardlink`
+    naming the first name.
+    """
+    p = subprocess.Popen(
+        [DOCKER, "cp", f"{ctr.name}:{path.rstrip('/')}/.", "-"], env=ctr.engine.env(),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    tree = {}
+    try:
+        with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
+            for m in tf:
+                name = os.path.normpath(m.name)
+                perm = m.mode & 0o7777
+                if m.isdir():
+                    tree[name] = _entry("dir", perm, m.uid, m.gid, m.mtime)
+                elif m.issym():
+                    tree[name] = _entry("symlink", perm, m.uid, m.gid, m.mtime, target=m.linkname)
+                elif m.islnk():
+                    first = os.path.normpath(m.linkname)
+                    e = dict(tree[first])
+                    e.update(perm=perm, uid=m.uid, gid=m.gid, mtime=m.mtime, hardlink=first)
+                    tree[name] = e
+                elif m.isfile():
+                    h = hashlib.sha256()
+                    f = tf.extractfile(m)
+                    while True:
+                        b = f.read(MIB)
+                        if not b:
+                            break
+                        h.update(b)
+                    tree[name] = _entry("file", perm, m.uid, m.gid, m.mtime, m.size, h.hexdigest())
+                else:
+                    tree[name] = _entry("other", perm, m.uid, m.gid, m.mtime)
+    finally:
+        p.stdout.close()
+        err = p.stderr.read()
+        rc = p.wait(timeout)
+        if rc != 0:
+            raise AssertionError(f"docker cp {ctr.name}:{path} exited {rc}: {err.decode(errors='replace')}")
+    return tree
+
+
+def host_tree(root):
+    """The same shape as tar_tree for a directory on the host (or the mount)."""
+    tree = {}
+
+    def add(rel, full):
+        st = os.lstat(full)
+        perm = stat.S_IMODE(st.st_mode)
+        if stat.S_ISDIR(st.st_mode):
+            tree[rel] = _entry("dir", perm, st.st_uid, st.st_gid, st.st_mtime)
+        elif stat.S_ISLNK(st.st_mode):
+            tree[rel] = _entry("symlink", perm, st.st_uid, st.st_gid, st.st_mtime, target=os.readlink(full))
+        elif stat.S_ISREG(st.st_mode):
+            tree[rel] = _entry("file", perm, st.st_uid, st.st_gid, st.st_mtime, st.st_size, sha256_file(full))
+        else:
+            tree[rel] = _entry("other", perm, st.st_uid, st.st_gid, st.st_mtime)
+
+    def walk():
+        add(".", root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            for n in dirnames + filenames:
+                full = os.path.join(dirpath, n)
+                add(os.path.relpath(full, root), full)
+
+    call_with_timeout(walk, timeout=120, what=f"walking {root}")
+    return tree
+
+
+def tree_diff(got, want, keys=("type", "perm", "uid", "gid", "mtime", "size", "sha256", "target")):
+    """Differences between two trees: name -> (got, want) of the differing keys.
+
+    Permissions and mtimes of symlinks are not compared (Linux ignores the
+    first; the second is not what these tests are about).
+    """
+    diff = {}
+    for name in sorted(set(got) | set(want)):
+        if name not in got or name not in want:
+            diff[name] = ("present" if name in got else "missing", "present" if name in want else "missing")
+            continue
+        g, w = got[name], want[name]
+        ks = [k for k in keys if not (w["type"] == "symlink" and k in ("perm", "mtime"))]
+        if w["type"] == "dir":
+            ks = [k for k in ks if k != "size"]
+        d = {k: (g[k], w[k]) for k in ks if g[k] != w[k]}
+        if d:
+            diff[name] = d
+    return diff
