@@ -157,7 +157,8 @@ def tail(path, n=200):
 class Engine:
     """A private dockerd with its own data root, exec root and socket."""
 
-    def __init__(self, base):
+    def __init__(self, base, extra_args=()):
+        self.extra_args = list(extra_args)
         self.dir = tempfile.mkdtemp(prefix="e.", dir=base)
         self.sock = os.path.join(self.dir, "docker.sock")
         self.pidfile = os.path.join(self.dir, "docker.pid")
@@ -188,6 +189,7 @@ class Engine:
             "--exec-root", os.path.join(self.dir, "exec"),
             "--pidfile", self.pidfile,
             "-H", self.url,
+            *self.extra_args,
         ]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
@@ -605,8 +607,8 @@ def private_engine(base_dir, rootfs):
     """Factory for extra engines that a test owns (and may stop and restart)."""
     engines = []
 
-    def make():
-        e = Engine(base_dir)
+    def make(extra_args=()):
+        e = Engine(base_dir, extra_args)
         engines.append(e)
         e.start()
         e.import_images(rootfs)
