@@ -6,6 +6,7 @@ import hashlib
 import os
 import random
 import subprocess
+import threading
 import time
 
 import pytest
@@ -224,3 +225,57 @@ def test_container_removed_during_read(mount, container, big_file):
     assert wait_for(lambda: victim.name not in m.listdir()), "removed container still listed"
     assert call_with_timeout(read_file, m.p(other, "/still-here")) == b"still here\n"
 
+
+
+def test_concurrent_reads_of_different_files(mount, container):
+    c = container()
+    names = [f"/conc/f{i}" for i in range(6)]
+    c.exec("mkdir", "/conc")
+    for i, n in enumerate(names):
+        c.sh('head -c "$1" /dev/urandom > "$2"', str(2 * MIB + 1000 * i), n)
+    want = {n: hashlib.sha256(c.cp_out(n)).hexdigest() for n in names}
+    m = mount()
+    got = {}
+    errors = []
+
+    def reader(n):
+        try:
+            got[n] = sha256_file(m.p(c, n), chunk=65536)
+        except OSError as e:
+            errors.append((n, e))
+
+    threads = [threading.Thread(target=reader, args=(n,), daemon=True) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert not any(t.is_alive() for t in threads), "a concurrent read hung"
+    assert not errors, errors
+    assert got == want
+
+
+def test_two_handles_on_one_file_interleaved(mount, container):
+    c = container()
+    size = 4 * MIB + 123
+    c.sh('head -c "$1" /dev/urandom > /two', str(size))
+    want = c.cp_out("/two")
+    m = mount()
+
+    def interleave():
+        bad = []
+        with open(m.p(c, "/two"), "rb", buffering=0) as a, open(m.p(c, "/two"), "rb", buffering=0) as b:
+            # a reads forwards from the start, b backwards from the end.
+            chunk = 256 * 1024 + 7
+            pos_b = size
+            for pos_a in range(0, size, chunk):
+                a.seek(pos_a)
+                if a.read(chunk) != want[pos_a:pos_a + chunk]:
+                    bad.append(("a", pos_a))
+                pos_b = max(0, pos_b - chunk)
+                b.seek(pos_b)
+                if b.read(chunk) != want[pos_b:pos_b + chunk]:
+                    bad.append(("b", pos_b))
+        return bad
+
+    bad = call_with_timeout(interleave, timeout=240)
+    assert not bad, bad
