@@ -1,0 +1,165 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A unix-socket proxy in front of the real engine that injects faults.
+
+Everything goes through to the real engine unchanged, except requests whose
+request line matches a rule: those get a canned error status, or their
+response is cut off after a number of bytes (the connection is then closed),
+the faults that a real engine does not produce on demand.
+
+It understands just enough HTTP/1.1 to find where each request starts: request
+heads, and bodies with a Content-Length. A connection whose client sends a
+chunked body is passed through untouched from then on.
+"""
+
+import os
+import socket
+import threading
+
+
+class FaultProxy:
+    def __init__(self, upstream, path):
+        self.upstream = upstream
+        self.path = path
+        self.url = "unix://" + path
+        self.rules = []  # [(method, substring, action, arg)]
+        self.hits = {}
+        self.lock = threading.Lock()
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(64)
+        self.closed = False
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def fail(self, method, substring, status=500):
+        """Answer matching requests with `status` and a JSON message."""
+        with self.lock:
+            self.rules.append((method, substring, "fail", status))
+
+    def truncate(self, method, substring, after):
+        """Close the connection after `after` bytes of a matching response."""
+        with self.lock:
+            self.rules.append((method, substring, "truncate", after))
+
+    def clear(self):
+        with self.lock:
+            self.rules = []
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+        for s in list(self.conns):
+            try:
+                s.close()
+            except OSError:
+                pass
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+    def _match(self, request_line):
+        with self.lock:
+            for method, sub, action, arg in self.rules:
+                if request_line.startswith(method + " ") and sub in request_line:
+                    self.hits[(method, sub)] = self.hits.get((method, sub), 0) + 1
+                    return action, arg
+        return None, None
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                up.connect(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            self.conns += [client, up]
+            state = {"truncate": None}
+            threading.Thread(target=self._requests, args=(client, up, state), daemon=True).start()
+            threading.Thread(target=self._responses, args=(client, up, state), daemon=True).start()
+
+    @staticmethod
+    def _shut(*socks):
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _requests(self, client, up, state):
+        buf = b""
+        body_left = 0
+        passthrough = False
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    up.shutdown(socket.SHUT_WR)
+                    return
+                if passthrough:
+                    up.sendall(data)
+                    continue
+                buf += data
+                while buf:
+                    if body_left:
+                        n = min(body_left, len(buf))
+                        up.sendall(buf[:n])
+                        buf, body_left = buf[n:], body_left - n
+                        continue
+                    end = buf.find(b"\r\n\r\n")
+                    if end < 0:
+                        break
+                    head, buf = buf[:end + 4], buf[end + 4:]
+                    lines = head.decode("latin-1").split("\r\n")
+                    headers = {k.strip().lower(): v.strip() for k, _, v in
+                               (ln.partition(":") for ln in lines[1:] if ln)}
+                    action, arg = self._match(lines[0])
+                    if action == "fail":
+                        msg = b'{"message":"fault injected by the test proxy"}'
+                        client.sendall(b"HTTP/1.1 %d Injected\r\nContent-Type: application/json\r\n"
+                                       b"Content-Length: %d\r\n\r\n%s" % (arg, len(msg), msg))
+                        body_left = 0  # a failed request's body (if any) is dropped below
+                        cl = int(headers.get("content-length", "0") or 0)
+                        drop = min(cl, len(buf))
+                        buf = buf[drop:]
+                        continue
+                    state["truncate"] = arg if action == "truncate" else None
+                    up.sendall(head)
+                    if headers.get("transfer-encoding", "").lower() == "chunked":
+                        up.sendall(buf)
+                        buf = b""
+                        passthrough = True
+                        break
+                    body_left = int(headers.get("content-length", "0") or 0)
+        except OSError:
+            pass
+        finally:
+            if state.get("cut"):
+                self._shut(client, up)
+
+    def _responses(self, client, up, state):
+        try:
+            while True:
+                data = up.recv(65536)
+                if not data:
+                    break
+                left = state["truncate"]
+                if left is not None:
+                    if len(data) >= left:
+                        client.sendall(data[:left])
+                        state["cut"] = True
+                        break
+                    state["truncate"] = left - len(data)
+                client.sendall(data)
+        except OSError:
+            pass
+        self._shut(client, up)
