@@ -1,0 +1,391 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Ordinary tools on the host, run on a container with a shell
+(ctrfs-test/busybox): after each one the container holds the result, and the
+mount shows the same as `docker exec` at once."""
+
+import errno
+import io
+import os
+import stat
+import tarfile
+
+import pytest
+
+from conftest import (call_with_timeout, compare_stat, errname, errno_of, host_stat, host_tree,
+                      read_file, run_tool, sha256_file, tar_tree, tree_diff)
+
+INSIDE_VIEW = r"""
+for p in "$@"; do
+    if [ -e "$p" ] || [ -L "$p" ]; then
+        echo "S $(stat -c '%s %a %u %g %Y %F' "$p")"
+    else
+        echo "S MISSING"
+    fi
+    echo "L $(ls -A "$(dirname "$p")" | tr '\n' /)"
+done
+"""
+
+
+def disagreements(m, c, *paths):
+    """Where lstat and the parent's listing through the mount differ from
+    what `docker exec` shows for each path (one exec for all of them)."""
+    out = c.sh(INSIDE_VIEW, *paths).decode().splitlines()
+    wrong = {}
+    for i, path in enumerate(paths):
+        s, listing = out[2 * i][2:], out[2 * i + 1][2:]
+        inside_names = sorted(n for n in listing.split("/") if n)
+        mount_names = sorted(m.listdir(os.path.dirname(m.p(c, path))))
+        if mount_names != inside_names:
+            wrong[path + " (parent listing)"] = (mount_names, inside_names)
+        if s == "MISSING":
+            e = errno_of(os.lstat, m.p(c, path))
+            if e != errno.ENOENT:
+                wrong[path] = (f"lstat through the mount: {errname(e)}", "missing inside")
+        else:
+            d = compare_stat(c, m.p(c, path), path)
+            if d:
+                wrong[path] = d
+    return wrong
+
+
+def warm(m, c, *paths):
+    """Look the paths up through the mount first, so stale caches would show."""
+    for p in paths:
+        call_with_timeout(os.lstat, m.p(c, p))
+        call_with_timeout(os.listdir, os.path.dirname(m.p(c, p)))
+
+
+def test_cp_file(mount, container, tmp_path):
+    src = tmp_path / "report.bin"
+    src.write_bytes(os.urandom(123_456))
+    c = container()
+    m = mount()
+    run_tool("cp", src, m.p(c, "/tmp/"))
+    assert c.cp_sha256("/tmp/report.bin") == sha256_file(src)
+    assert not disagreements(m, c, "/tmp/report.bin")
+
+
+def test_cp_r_tree(mount, container, tmp_path):
+    src = tmp_path / "tree"
+    for d in ("a/b/c", "a/empty", "d"):
+        (src / d).mkdir(parents=True)
+    (src / "top.txt").write_bytes(b"top\n")
+    (src / "a" / "one.bin").write_bytes(os.urandom(70_000))
+    (src / "a" / "b" / "c" / "deep").write_bytes(b"deep\n")
+    (src / "d" / "zero").write_bytes(b"")
+    os.symlink("one.bin", src / "a" / "link")  # "../" links: test_symlink_relative
+    c = container()
+    m = mount()
+    run_tool("cp", "-r", src, m.p(c, "/tmp/"))
+    keys = ("type", "size", "sha256", "target")
+    want = host_tree(str(src))
+    assert not tree_diff(tar_tree(c, "/tmp/tree"), want, keys), "docker cp (got) vs source (want)"
+    assert not tree_diff(host_tree(m.p(c, "/tmp/tree")), want, keys), "mount (got) vs source (want)"
+
+
+def test_mkdir_p(mount, container):
+    c = container()
+    m = mount()
+    run_tool("mkdir", "-p", m.p(c, "/tmp/a/b/c"))
+    assert c.stat("/tmp/a/b/c")["type"] == "dir"
+    assert not disagreements(m, c, "/tmp/a", "/tmp/a/b", "/tmp/a/b/c")
+
+
+def _tarball(path):
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as tf:
+        def add(name, kind=tarfile.REGTYPE, data=None, mode=0o644, uid=0, gid=0,
+                mtime=1500000000, linkname=""):
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.mode, ti.uid, ti.gid, ti.mtime, ti.linkname = kind, mode, uid, gid, mtime, linkname
+            if data is not None:
+                ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data) if data is not None else None)
+
+        add("pkg", tarfile.DIRTYPE, mode=0o755, mtime=1400000000)
+        add("pkg/bin", tarfile.DIRTYPE, mode=0o755, mtime=1400000001)
+        add("pkg/bin/tool", data=os.urandom(40_000), mode=0o755, uid=1234, gid=5678)
+        add("pkg/etc", tarfile.DIRTYPE, mode=0o750, uid=0, gid=5678, mtime=1400000002)
+        add("pkg/etc/conf", data=b"key=value\n", mode=0o640, gid=5678, mtime=1500000001)
+        add("pkg/share", tarfile.DIRTYPE, mode=0o755, mtime=1400000003)
+        add("pkg/share/data.bin", data=os.urandom(100_000), mode=0o444, mtime=1500000002)
+        add("pkg/share/link", tarfile.SYMTYPE, linkname="data.bin", mode=0o777)
+        add("pkg/share/hard", tarfile.LNKTYPE, linkname="pkg/share/data.bin", mode=0o444,
+            mtime=1500000002)
+        add("pkg/empty", tarfile.DIRTYPE, mode=0o700, uid=1000, gid=100, mtime=1400000004)
+
+
+def test_tar_x(mount, container, tmp_path):
+    tarball = tmp_path / "pkg.tar"
+    _tarball(tarball)
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    run_tool("tar", "xf", tarball, "-C", ref)
+    c = container()
+    c.exec("mkdir", "/opt")
+    m = mount()
+    run_tool("tar", "xf", tarball, "-C", m.p(c, "/opt"))
+    got = tar_tree(c, "/opt/pkg")
+    assert not tree_diff(got, host_tree(str(ref / "pkg"))), "docker cp (got) vs tar x on the host (want)"
+    inodes = c.exec("stat", "-c", "%i", "/opt/pkg/share/data.bin", "/opt/pkg/share/hard").split()
+    assert inodes[0] == inodes[1], "the hard link is a separate file inside"
+    assert not tree_diff(host_tree(m.p(c, "/opt/pkg")), host_tree(str(ref / "pkg"))), "mount (got) vs want"
+
+
+def test_echo_redirect_creates(mount, container):
+    c = container()
+    m = mount()
+    run_tool("sh", "-c", 'echo x > "$1"', "sh", m.p(c, "/tmp/f"))
+    assert c.exec("cat", "/tmp/f") == b"x\n"
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_echo_redirect_truncates(mount, container):
+    c = container()
+    c.write("/tmp/f", b"a much longer old content\n")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("sh", "-c", 'echo x > "$1"', "sh", m.p(c, "/tmp/f"))
+    assert c.exec("cat", "/tmp/f") == b"x\n"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == b"x\n"
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_echo_append(mount, container):
+    c = container()
+    c.write("/tmp/f", b"x\n")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("sh", "-c", 'echo y >> "$1"', "sh", m.p(c, "/tmp/f"))
+    assert c.exec("cat", "/tmp/f") == b"x\ny\n"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == b"x\ny\n"
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_sed_i(mount, container):
+    c = container()
+    c.write("/tmp/f", b"x\nxx\nabc\n", mode=0o640, owner="1234:5678")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("sed", "-i", "s/x/z/", m.p(c, "/tmp/f"))
+    assert c.exec("cat", "/tmp/f") == b"z\nzx\nabc\n"
+    st = c.stat("/tmp/f")
+    assert (st["perm"], st["uid"], st["gid"]) == (0o640, 1234, 5678), "sed -i keeps mode and owner"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == b"z\nzx\nabc\n"
+    assert not disagreements(m, c, "/tmp/f")
+    assert sorted(c.exec("ls", "-A", "/tmp").split()) == [b"f"], "sed's temporary file is left behind"
+
+
+def test_touch_new(mount, container):
+    c = container()
+    m = mount()
+    run_tool("touch", m.p(c, "/tmp/new"))
+    st = c.stat("/tmp/new")
+    assert (st["type"], st["size"]) == ("file", 0)
+    assert not disagreements(m, c, "/tmp/new")
+
+
+def test_touch_d_existing(mount, container):
+    c = container()
+    c.write("/tmp/old", b"keep me\n")
+    m = mount()
+    warm(m, c, "/tmp/old")
+    run_tool("touch", "-d", "@1700000000", m.p(c, "/tmp/old"))
+    assert c.stat("/tmp/old")["mtime"] == 1700000000
+    assert int(call_with_timeout(os.stat, m.p(c, "/tmp/old")).st_mtime) == 1700000000
+    assert c.exec("cat", "/tmp/old") == b"keep me\n"
+    assert not disagreements(m, c, "/tmp/old")
+
+
+def test_chmod(mount, container):
+    c = container()
+    c.write("/tmp/f", b"data\n", mode=0o644)
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("chmod", "0640", m.p(c, "/tmp/f"))
+    assert c.stat("/tmp/f")["perm"] == 0o640
+    assert host_stat(m.p(c, "/tmp/f"))["perm"] == 0o640
+    assert c.exec("cat", "/tmp/f") == b"data\n"
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_chown(mount, container):
+    c = container()
+    c.write("/tmp/f", b"data\n")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("chown", "1234:5678", m.p(c, "/tmp/f"))
+    st = c.stat("/tmp/f")
+    assert (st["uid"], st["gid"]) == (1234, 5678)
+    st = host_stat(m.p(c, "/tmp/f"))
+    assert (st["uid"], st["gid"]) == (1234, 5678)
+    assert c.exec("cat", "/tmp/f") == b"data\n"
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_symlink_target_verbatim(mount, container):
+    c = container()
+    c.exec("ln", "-s", "/etc/target", "/tmp/made-inside")
+    m = mount()
+    run_tool("ln", "-s", "/etc/target", m.p(c, "/tmp/l"))
+    assert c.exec("readlink", "/tmp/l") == b"/etc/target\n"
+    assert c.stat("/tmp/l")["type"] == "symlink"
+    # Through the mount it reads like the same link made inside the container.
+    assert call_with_timeout(os.readlink, m.p(c, "/tmp/l")) == \
+        call_with_timeout(os.readlink, m.p(c, "/tmp/made-inside"))
+    assert not disagreements(m, c, "/tmp/l")
+
+
+def test_symlink_relative(mount, container):
+    c = container()
+    m = mount()
+    run_tool("ln", "-s", "../etc/passwd", m.p(c, "/tmp/rel"))
+    run_tool("ln", "-s", "passwd", m.p(c, "/etc/sibling"))
+    assert c.exec("readlink", "/tmp/rel", "/etc/sibling") == b"../etc/passwd\npasswd\n"
+    assert call_with_timeout(os.readlink, m.p(c, "/tmp/rel")) == "../etc/passwd"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/rel")) == c.cp_out("/etc/passwd")
+    assert not disagreements(m, c, "/tmp/rel", "/etc/sibling")
+
+
+def test_hard_link(mount, container):
+    c = container()
+    c.write("/tmp/a", b"shared bytes\n")
+    m = mount()
+    warm(m, c, "/tmp/a")
+    run_tool("ln", m.p(c, "/tmp/a"), m.p(c, "/tmp/b"))
+    ia, ib = c.exec("stat", "-c", "%i", "/tmp/a", "/tmp/b").split()
+    assert ia == ib, "both names must be the same inode inside the container"
+    assert c.exec("cat", "/tmp/b") == b"shared bytes\n"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/b")) == b"shared bytes\n"
+    assert not disagreements(m, c, "/tmp/a", "/tmp/b")
+    # After a listing, the read side reports the link count (test_metadata.py).
+    m.listdir(m.p(c, "/tmp"))
+    nlinks = [call_with_timeout(os.lstat, m.p(c, p)).st_nlink for p in ("/tmp/a", "/tmp/b")]
+    assert min(nlinks) >= 2, f"link counts through the mount: {nlinks}, inside: 2"
+
+
+def test_mv_file(mount, container):
+    c = container()
+    c.write("/tmp/a", b"moving\n", mode=0o600, owner="1234:5678")
+    before = c.stat("/tmp/a")
+    m = mount()
+    warm(m, c, "/tmp/a")
+    run_tool("mv", m.p(c, "/tmp/a"), m.p(c, "/tmp/b"))
+    assert c.exec("cat", "/tmp/b") == b"moving\n"
+    assert c.stat("/tmp/b") == before
+    assert call_with_timeout(read_file, m.p(c, "/tmp/b")) == b"moving\n"
+    assert not disagreements(m, c, "/tmp/a", "/tmp/b")
+
+
+def test_mv_directory(mount, container):
+    c = container()
+    c.sh("mkdir -p /tmp/d1/sub && echo x > /tmp/d1/x && echo y > /tmp/d1/sub/y")
+    m = mount()
+    warm(m, c, "/tmp/d1", "/tmp/d1/x", "/tmp/d1/sub/y")
+    run_tool("mv", m.p(c, "/tmp/d1"), m.p(c, "/tmp/d2"))
+    assert c.exec("cat", "/tmp/d2/x", "/tmp/d2/sub/y") == b"x\ny\n"
+    assert call_with_timeout(read_file, m.p(c, "/tmp/d2/sub/y")) == b"y\n"
+    assert errno_of(os.lstat, m.p(c, "/tmp/d1/x")) == errno.ENOENT
+    assert not disagreements(m, c, "/tmp/d1", "/tmp/d2", "/tmp/d2/x", "/tmp/d2/sub")
+
+
+def test_rm_file(mount, container):
+    c = container()
+    c.write("/tmp/f", b"doomed\n")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("rm", m.p(c, "/tmp/f"))
+    assert c.exec("ls", "-A", "/tmp") == b""
+    assert errno_of(os.lstat, m.p(c, "/tmp/f")) == errno.ENOENT
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_rm_r_directory(mount, container):
+    c = container()
+    c.sh("mkdir -p /tmp/d/sub && echo 1 > /tmp/d/a && echo 2 > /tmp/d/sub/b && ln -s a /tmp/d/l")
+    m = mount()
+    host_tree(m.p(c, "/tmp/d"))  # walk it through the mount first
+    run_tool("rm", "-r", m.p(c, "/tmp/d"))
+    assert c.exec("ls", "-A", "/tmp") == b""
+    assert errno_of(os.lstat, m.p(c, "/tmp/d")) == errno.ENOENT
+    assert errno_of(os.lstat, m.p(c, "/tmp/d/sub/b")) == errno.ENOENT
+    assert not disagreements(m, c, "/tmp/d")
+
+
+def test_rmdir(mount, container):
+    c = container()
+    c.exec("mkdir", "/tmp/empty")
+    m = mount()
+    warm(m, c, "/tmp/empty")
+    run_tool("rmdir", m.p(c, "/tmp/empty"))
+    assert c.exec("ls", "-A", "/tmp") == b""
+    assert not disagreements(m, c, "/tmp/empty")
+
+
+def test_truncate_shrink(mount, container):
+    c = container()
+    c.sh("head -c 100 /dev/urandom > /tmp/f")
+    before = c.cp_out("/tmp/f")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("truncate", "-s", "10", m.p(c, "/tmp/f"))
+    assert c.cp_out("/tmp/f") == before[:10]
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == before[:10]
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_truncate_extend(mount, container):
+    c = container()
+    c.write("/tmp/f", b"abc")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("truncate", "-s", "10", m.p(c, "/tmp/f"))
+    assert c.cp_out("/tmp/f") == b"abc" + b"\0" * 7
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == b"abc" + b"\0" * 7
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_truncate_to_zero(mount, container):
+    c = container()
+    c.sh("head -c 5000 /dev/urandom > /tmp/f && chmod 0600 /tmp/f")
+    m = mount()
+    warm(m, c, "/tmp/f")
+    run_tool("truncate", "-s", "0", m.p(c, "/tmp/f"))
+    st = c.stat("/tmp/f")
+    assert (st["size"], st["perm"], st["type"]) == (0, 0o600, "file")
+    assert call_with_timeout(read_file, m.p(c, "/tmp/f")) == b""
+    assert not disagreements(m, c, "/tmp/f")
+
+
+def test_new_file_is_regular_with_requested_mode(mount, container):
+    c = container()
+    m = mount()
+    fd = call_with_timeout(os.open, m.p(c, "/tmp/made"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+    call_with_timeout(os.write, fd, b"hello\n")
+    call_with_timeout(os.close, fd)
+    st = c.stat("/tmp/made")
+    assert (st["type"], st["perm"], st["size"]) == ("file", 0o640 & ~_umask(), 6)
+    assert stat.S_ISREG(call_with_timeout(os.lstat, m.p(c, "/tmp/made")).st_mode)
+    assert not disagreements(m, c, "/tmp/made")
+
+
+def _umask():
+    u = os.umask(0)
+    os.umask(u)
+    return u
+
+
+@pytest.mark.parametrize("op", ["create", "mkdir", "unlink"])
+def test_parent_mtime_follows_change(mount, container, op):
+    c = container()
+    c.sh("mkdir /tmp/d && echo old > /tmp/d/old && touch -d @1000000000 /tmp/d")
+    m = mount()
+    warm(m, c, "/tmp/d")
+    assert host_stat(m.p(c, "/tmp/d"))["mtime"] == 1000000000
+    if op == "create":
+        run_tool("touch", m.p(c, "/tmp/d/new"))
+    elif op == "mkdir":
+        run_tool("mkdir", m.p(c, "/tmp/d/sub"))
+    else:
+        run_tool("rm", m.p(c, "/tmp/d/old"))
+    assert c.stat("/tmp/d")["mtime"] != 1000000000
+    assert not disagreements(m, c, "/tmp/d")
