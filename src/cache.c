@@ -18,6 +18,9 @@ struct node {
 	size_t nnames;
 	size_t names_bytes;
 	long snapshot;
+	char *data; /* content of a small file, or NULL */
+	size_t datalen;
+	long data_snapshot; /* wall-clock second its GET began */
 };
 
 struct cache {
@@ -26,6 +29,8 @@ struct cache {
 	size_t nbuckets;
 	size_t count;
 	size_t max;
+	size_t data_bytes;
+	size_t data_budget;
 };
 
 static uint64_t fnv1a(const char *s, size_t len)
@@ -71,6 +76,7 @@ struct cache *cache_new(size_t max_entries)
 
 static void node_free(struct node *n)
 {
+	free(n->data);
 	free(n->key);
 	free(n->link);
 	free(n->names);
@@ -79,6 +85,7 @@ static void node_free(struct node *n)
 
 static void clear_locked(struct cache *c)
 {
+	c->data_bytes = 0;
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct node *n = c->buckets[i], *next;
 
@@ -177,9 +184,17 @@ static void drop_listing(struct node *n)
 	n->names_bytes = 0;
 }
 
+static void drop_data(struct cache *c, struct node *n)
+{
+	c->data_bytes -= n->datalen;
+	free(n->data);
+	n->data = NULL;
+	n->datalen = 0;
+}
+
 /* Applies the merge rules of cache_put() to an existing node. */
-static void merge(struct node *n, const struct cache_attr *attr,
-		  const char *link)
+static void merge(struct cache *c, struct node *n,
+		  const struct cache_attr *attr, const char *link)
 {
 	struct cache_attr old = n->attr;
 	bool same_type =
@@ -187,6 +202,14 @@ static void merge(struct node *n, const struct cache_attr *attr,
 	bool same_mtime = old.st.st_mtim.tv_sec == attr->st.st_mtim.tv_sec;
 
 	n->attr = *attr;
+	/* tar mtimes are whole seconds: trust an equal second only when it
+	 * lies before the second the content was read in */
+	if (n->data &&
+	    !(same_type && same_mtime && old.st.st_size == attr->st.st_size &&
+	      (old.st.st_mtim.tv_nsec == attr->st.st_mtim.tv_nsec ||
+	       (old.st.st_mtim.tv_nsec == 0 &&
+		attr->st.st_mtim.tv_sec + 1 < n->data_snapshot))))
+		drop_data(c, n);
 	if (!(attr->flags & CACHE_OWNER) && (old.flags & CACHE_OWNER) &&
 	    same_type) {
 		n->attr.st.st_uid = old.st.st_uid;
@@ -225,7 +248,7 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_lock(&c->lock);
 	pp = find_slot(c, key, len, h);
 	if (*pp) {
-		merge(*pp, attr, link);
+		merge(c, *pp, attr, link);
 		goto out;
 	}
 	if (c->count >= c->max) {
@@ -291,6 +314,7 @@ static void unlink_node(struct cache *c, struct node *victim)
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == victim) {
 			*pp = victim->next;
+			c->data_bytes -= victim->datalen;
 			node_free(victim);
 			c->count--;
 			return;
@@ -316,14 +340,14 @@ void cache_remove(struct cache *c, const char *ns, const char *path)
 	pthread_mutex_unlock(&c->lock);
 }
 
-void cache_remove_tree(struct cache *c, const char *ns, const char *path)
+/* Forgets everything strictly below path. */
+static void remove_below_locked(struct cache *c, const char *ns,
+				const char *path)
 {
 	size_t nslen = strlen(ns) + 1, plen = strlen(path);
 
-	cache_remove(c, ns, path);
 	if (plen == 1)
 		plen = 0; /* the root: everything is below */
-	pthread_mutex_lock(&c->lock);
 	for (size_t i = 0; i < c->nbuckets; i++) {
 		struct node **pp = &c->buckets[i];
 
@@ -335,6 +359,7 @@ void cache_remove_tree(struct cache *c, const char *ns, const char *path)
 			    memcmp(n->key, ns, nslen) == 0 &&
 			    strncmp(p, path, plen) == 0 && p[plen] == '/') {
 				*pp = n->next;
+				c->data_bytes -= n->datalen;
 				node_free(n);
 				c->count--;
 			} else {
@@ -342,6 +367,13 @@ void cache_remove_tree(struct cache *c, const char *ns, const char *path)
 			}
 		}
 	}
+}
+
+void cache_remove_tree(struct cache *c, const char *ns, const char *path)
+{
+	cache_remove(c, ns, path);
+	pthread_mutex_lock(&c->lock);
+	remove_below_locked(c, ns, path);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -460,4 +492,155 @@ size_t cache_count(struct cache *c)
 	n = c->count;
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+static void split(const char *path, char *parent, size_t len, const char **base)
+{
+	parent_of(path, parent, len);
+	*base = strrchr(path, '/') + 1;
+}
+
+/* Index of name in a listing, or -1. */
+static long listing_find(const struct node *dir, const char *name, size_t *off)
+{
+	const char *p = dir->names;
+
+	for (size_t i = 0; i < dir->nnames; i++) {
+		size_t l = strlen(p) + 1;
+
+		if (strcmp(p, name) == 0) {
+			*off = (size_t)(p - dir->names);
+			return (long)i;
+		}
+		p += l;
+	}
+	return -1;
+}
+
+static void listing_del(struct node *dir, const char *name)
+{
+	size_t off, l;
+
+	if (!dir || !dir->names || listing_find(dir, name, &off) < 0)
+		return;
+	l = strlen(dir->names + off) + 1;
+	memmove(dir->names + off, dir->names + off + l,
+		dir->names_bytes - off - l);
+	dir->names_bytes -= l;
+	dir->nnames--;
+}
+
+void cache_forget(struct cache *c, const char *ns, const char *path, bool tree)
+{
+	char parent[4096];
+	const char *base;
+	struct node *n;
+
+	split(path, parent, sizeof(parent), &base);
+	pthread_mutex_lock(&c->lock);
+	if (tree)
+		remove_below_locked(c, ns, path);
+	n = lookup(c, ns, path);
+	if (n)
+		unlink_node(c, n);
+	n = lookup(c, ns, parent);
+	if (n && strcmp(parent, path) != 0)
+		listing_del(n, base);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_listing_add(struct cache *c, const char *ns, const char *path)
+{
+	char parent[4096];
+	const char *base;
+	struct node *dir;
+	size_t off;
+
+	split(path, parent, sizeof(parent), &base);
+	pthread_mutex_lock(&c->lock);
+	dir = lookup(c, ns, parent);
+	if (dir && dir->names && listing_find(dir, base, &off) < 0) {
+		size_t l = strlen(base) + 1;
+		char *nb = realloc(dir->names, dir->names_bytes + l);
+
+		if (nb) {
+			memcpy(nb + dir->names_bytes, base, l);
+			dir->names = nb;
+			dir->names_bytes += l;
+			dir->nnames++;
+		} else {
+			drop_listing(dir);
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+int cache_in_listing(struct cache *c, const char *ns, const char *path,
+		     double fresh_after)
+{
+	char parent[4096];
+	const char *base;
+	struct node *dir;
+	size_t off;
+	int ret = -1;
+
+	split(path, parent, sizeof(parent), &base);
+	if (strcmp(parent, path) == 0)
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	dir = lookup(c, ns, parent);
+	if (dir && dir->names && dir->attr.validated >= fresh_after)
+		ret = listing_find(dir, base, &off) >= 0;
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void cache_set_data_budget(struct cache *c, size_t bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	c->data_budget = bytes;
+	pthread_mutex_unlock(&c->lock);
+}
+
+bool cache_set_data(struct cache *c, const char *ns, const char *path,
+		    const void *data, size_t len, long snapshot)
+{
+	struct node *n;
+	bool ok = false;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n && S_ISREG(n->attr.st.st_mode) &&
+	    (off_t)len == n->attr.st.st_size &&
+	    c->data_bytes - n->datalen + len <= c->data_budget) {
+		char *copy = malloc(len ? len : 1);
+
+		if (copy) {
+			memcpy(copy, data, len);
+			drop_data(c, n);
+			n->data = copy;
+			n->datalen = len;
+			n->data_snapshot = snapshot;
+			c->data_bytes += len;
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ok;
+}
+
+long cache_get_data(struct cache *c, const char *ns, const char *path,
+		    void *buf, size_t buflen)
+{
+	struct node *n;
+	long ret = -1;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n && n->data && n->datalen <= buflen) {
+		memcpy(buf, n->data, n->datalen);
+		ret = (long)n->datalen;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
 }

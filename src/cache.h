@@ -65,6 +65,34 @@ void cache_remove(struct cache *c, const char *ns, const char *path);
 /* Forgets a path, everything below it, and its parent's listing. */
 void cache_remove_tree(struct cache *c, const char *ns, const char *path);
 
+/*
+ * For changes ctrfs made itself: forgets path (and everything below it
+ * when tree is set) and removes or adds its name in the parent's listing,
+ * which stays valid.
+ */
+void cache_forget(struct cache *c, const char *ns, const char *path, bool tree);
+void cache_listing_add(struct cache *c, const char *ns, const char *path);
+
+/*
+ * Whether the listing of path's directory, confirmed at or after
+ * fresh_after, names it: 1 yes, 0 no, -1 when no such listing is known.
+ */
+int cache_in_listing(struct cache *c, const char *ns, const char *path,
+		     double fresh_after);
+
+/*
+ * The content of a small file, learned with its attributes from a tar
+ * whose GET began at wall-clock second snapshot: kept while the attributes
+ * stay the same (by the rule listings follow), within a total budget.
+ * cache_set_data returns false when the budget is spent.
+ * cache_get_data copies it into buf and returns its length, or -1.
+ */
+bool cache_set_data(struct cache *c, const char *ns, const char *path,
+		    const void *data, size_t len, long snapshot);
+long cache_get_data(struct cache *c, const char *ns, const char *path,
+		    void *buf, size_t buflen);
+void cache_set_data_budget(struct cache *c, size_t bytes);
+
 /* Forgets everything of a namespace (a container that went away). */
 void cache_drop_ns(struct cache *c, const char *ns);
 

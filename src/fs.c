@@ -25,6 +25,8 @@
 #include <unistd.h>
 
 #define CACHE_MAX_ENTRIES 100000
+/* bytes of small files' content kept from listings */
+#define CACHE_DATA_BUDGET (8 * 1024 * 1024)
 
 struct fs {
 	struct engine *e;
@@ -636,7 +638,11 @@ out_put:
 static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 			 const struct stat *st)
 {
-	return put_entry(fs, c, inner, st, NULL);
+	char parent[PATH_MAX];
+	struct tar_entry te = {.name = base_of(inner), .st = *st};
+
+	parent_of(inner, parent, sizeof(parent));
+	return writer_put_entry(fs->writer, c, parent, &te);
 }
 
 /* A metadata change: folded into an open file, a PUT for a directory, a
@@ -663,8 +669,11 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
+		/* apply() left in st what the path is now */
 		if (ret == 0)
-			meta_committed(fs->meta, c, inner, NULL);
+			meta_update(fs->meta, c, inner, &st);
+		else
+			meta_forget(fs->meta, c, inner);
 	}
 	ctr_put(fs->ctrs, c);
 	return ret;
@@ -686,6 +695,7 @@ static int apply_chmod(struct fs *fs, struct ctr *c, const char *inner,
 		st->st_mode = S_IFDIR | mode;
 		return put_dir_attrs(fs, c, inner, st);
 	}
+	st->st_mode = (st->st_mode & S_IFMT) | mode;
 	snprintf(m, sizeof(m), "%o", (unsigned)mode);
 	{
 		const char *argv[] = {"chmod", m, "--", inner, NULL};
@@ -721,6 +731,10 @@ static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
 			st->st_gid = o->gid;
 		return put_dir_attrs(fs, c, inner, st);
 	}
+	if (o->uid != (uid_t)-1)
+		st->st_uid = o->uid;
+	if (o->gid != (gid_t)-1)
+		st->st_gid = o->gid;
 	if (o->uid != (uid_t)-1 && o->gid != (gid_t)-1)
 		snprintf(spec, sizeof(spec), "%u:%u", o->uid, o->gid);
 	else if (o->uid != (uid_t)-1)
@@ -763,6 +777,8 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 		st->st_mtim = mt;
 		return put_dir_attrs(fs, c, inner, st);
 	}
+	st->st_mtim.tv_sec = mt.tv_sec;
+	st->st_mtim.tv_nsec = 0; /* touch -d @SECS sets whole seconds */
 	snprintf(when, sizeof(when), "@%lld", (long long)mt.tv_sec);
 	{
 		const char *argv[] = {"touch", "-c", "-h",  "-d",
@@ -794,6 +810,8 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		st->st_size = 0;
 		return put_entry(fs, c, inner, st, NULL);
 	}
+	st->st_size = size;
+	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
 	snprintf(n, sizeof(n), "%lld", (long long)size);
 	{
 		const char *argv[] = {"truncate", "-s", n, "--", inner, NULL};
@@ -932,6 +950,8 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	pthread_mutex_init(&fs.stop_lock, NULL);
 	pthread_cond_init(&fs.stop_cond, NULL);
 	fs.cache = cache_new(CACHE_MAX_ENTRIES);
+	if (fs.cache)
+		cache_set_data_budget(fs.cache, CACHE_DATA_BUDGET);
 	fs.meta =
 	    fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout, reader_ctr_busy)
 		     : NULL;

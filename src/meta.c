@@ -15,6 +15,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Files up to this size have their content kept from a listing's tar. */
+#define PREFETCH_MAX (64 * 1024)
+
 struct meta {
 	struct engine *e;
 	struct cache *c;
@@ -95,6 +98,22 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		fill_defaults(&a.st);
 		cache_put(m->c, c->id, path, &a, NULL);
 	}
+}
+
+long meta_content(struct meta *m, const struct ctr *c, const char *path,
+		  void *buf, size_t buflen)
+{
+	return cache_get_data(m->c, c->id, path, buf, buflen);
+}
+
+void meta_update(struct meta *m, struct ctr *c, const char *path,
+		 const struct stat *st)
+{
+	struct cache_attr a = {
+	    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
+
+	fill_defaults(&a.st);
+	cache_put(m->c, c->id, path, &a, NULL);
 }
 
 void meta_forget(struct meta *m, struct ctr *c, const char *path)
@@ -203,6 +222,9 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	have = cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) == 0;
+	if (!have &&
+	    cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0)
+		return -ENOENT; /* its directory, listed just now, lacks it */
 	if (!have || stale(m, c, a.validated)) {
 		ret = revalidate(m, c, path, &a, have);
 		if (ret < 0)
@@ -242,6 +264,9 @@ struct loader {
 	const char *dir;
 	long snapshot;
 	bool shallow; /* the cache is nearly full: only depth one */
+	struct tarstream *t;
+	char *data;   /* PREFETCH_MAX bytes for small files' content */
+	bool no_data; /* the content budget is spent */
 	struct frame *stack;
 	size_t depth, maxdepth;
 	char **links; /* hard links: pairs (path, target path) */
@@ -396,6 +421,34 @@ static int parent_of(const char *path, char *out, size_t outlen)
 	return 0;
 }
 
+/* Keeps the content of a small file that the listing's tar carries anyway,
+ * so that reading it later needs no GET of its own. */
+static int prefetch(struct loader *l, const char *path, off_t size)
+{
+	size_t got = 0;
+
+	if (l->no_data || !l->data)
+		return 0;
+	while (got <= (size_t)size) {
+		const void *b;
+		off_t off;
+		ssize_t n = tarstream_data(l->t, &b, &off);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0)
+			break;
+		if (off != (off_t)got || got + (size_t)n > (size_t)size)
+			return 0; /* not plain data: leave it */
+		memcpy(l->data + got, b, (size_t)n);
+		got += (size_t)n;
+	}
+	if (got == (size_t)size &&
+	    !cache_set_data(l->m->c, l->c->id, path, l->data, got, l->snapshot))
+		l->no_data = true;
+	return 0;
+}
+
 static int load_entry(struct loader *l, const struct tar_entry *te)
 {
 	char path[PATH_MAX], parent[PATH_MAX], target[PATH_MAX];
@@ -433,6 +486,8 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 		fill_defaults(&a.st);
 		if (cache_put(l->m->c, l->c->id, path, &a, te->symlink))
 			l->shallow = true;
+		if (S_ISREG(te->st.st_mode) && te->st.st_size <= PREFETCH_MAX)
+			ret = prefetch(l, path, te->st.st_size);
 	}
 	if (ret < 0)
 		return ret;
@@ -471,6 +526,8 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 	ret = tarstream_open(stream_source, s, &t);
 	if (ret < 0)
 		goto out_stream;
+	l.t = t;
+	l.data = malloc(PREFETCH_MAX);
 	while ((ret = tarstream_next(t, &te)) == 0) {
 		entries++;
 		ret = load_entry(&l, &te);
@@ -486,6 +543,7 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 	while (l.depth > 0)
 		frame_pop(&l, ret == 1 && (!l.shallow || l.depth == 1));
 	free(l.stack);
+	free(l.data);
 	fix_hardlinks(&l);
 	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
 		entries, (now_mono() - t0) * 1e3,

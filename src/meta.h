@@ -52,6 +52,16 @@ void meta_touch(struct meta *m, struct ctr *c, const char *path);
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st);
 
+/* The content of a small file kept from a listing (see cache_get_data):
+ * its length, or -1. Valid for the attributes meta_getattr() gives. */
+long meta_content(struct meta *m, const struct ctr *c, const char *path,
+		  void *buf, size_t buflen);
+
+/* Records the attributes ctrfs just gave path (owner included); for a
+ * directory its listing is kept. */
+void meta_update(struct meta *m, struct ctr *c, const char *path,
+		 const struct stat *st);
+
 /* Forgets path (after an ENOENT from the engine). */
 void meta_forget(struct meta *m, struct ctr *c, const char *path);
 

@@ -35,6 +35,7 @@ struct reader {
 	double idle_allow; /* idle seconds before the transfer is closed */
 	bool closed_idle;  /* the reaper closed it: the next read resumes */
 	double touched;	   /* when the cache entry was last confirmed */
+	bool tried_cache;  /* looked for the content in the cache */
 	struct reader *prev, *next;
 };
 
@@ -230,6 +231,22 @@ static int next_block(struct reader *r)
 	return 0;
 }
 
+/* Takes a small file's whole content from the metadata cache, where a
+ * directory listing left it: the ring then holds the file. */
+static bool from_cache(struct reader *r)
+{
+	long n = meta_content(r->m, &r->ctr, r->path, r->ring, RING);
+
+	r->tried_cache = true;
+	if (n < 0)
+		return false;
+	r->ring_len = (size_t)n;
+	r->ring_head = (size_t)n % RING;
+	r->pos = n;
+	r->data_end = true;
+	return true;
+}
+
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -252,6 +269,9 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 		}
 		if (cur > r->pos && r->data_end)
 			break;
+		if (r->pos == 0 && !r->t && !r->data_end && !r->tried_cache &&
+		    from_cache(r))
+			continue;
 		if (cur < r->pos || (!r->t && !r->data_end)) {
 			if (r->closed_idle) {
 				/* a slow consumer: resuming costs a new GET
