@@ -345,15 +345,22 @@ static int ctrfs_write(const char *path, const char *buf, size_t size,
 
 static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 {
+	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
 
-	return h->w ? wfile_commit(h->w) : 0;
+	if (!h->w)
+		return 0;
+	if (writer_writeback(fs->writer))
+		return wfile_error(h->w); /* committed after the last close */
+	return wfile_commit(h->w);
 }
 
 static int ctrfs_fsync(const char *path, int datasync,
 		       struct fuse_file_info *fi)
 {
-	return ctrfs_flush(path, fi);
+	struct handle *h = handle_of(fi);
+
+	return h->w ? wfile_commit(h->w) : 0;
 }
 
 static int ctrfs_release(const char *path, struct fuse_file_info *fi)
@@ -966,7 +973,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	}
 	log_dbg("spool: %s", spool_dir(fs.spool));
 	fs.writer = writer_new(e, fs.meta, fs.spool);
-	if (!fs.writer)
+	if (!fs.writer || writer_set_writeback(fs.writer, cfg->writeback) < 0)
 		goto out_teardown;
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);

@@ -11,6 +11,7 @@ struct fs_config {
 	bool all;	     /* show stopped containers too */
 	double attr_timeout; /* seconds metadata is trusted */
 	double idle_close;   /* seconds before an idle GET is closed */
+	double writeback; /* seconds a closed file waits (0: commit at close) */
 };
 
 /*

@@ -31,6 +31,7 @@ struct options {
 	int allow_other;
 	double attr_timeout;
 	unsigned timeout;
+	double writeback;
 };
 
 enum { KEY_ALLOW_OTHER, KEY_DISCARD };
@@ -44,6 +45,7 @@ static const struct fuse_opt ctrfs_opts[] = {
     OPT("all", all),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("timeout=%u", timeout),
+    OPT("writeback=%lf", writeback),
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
     /* fstab-only options */
     FUSE_OPT_KEY("_netdev", KEY_DISCARD),
@@ -98,6 +100,12 @@ static void usage(const char *prog)
 	    "                           revalidated (default: 1)\n"
 	    "    -o timeout=SECS        how long an engine call may stall "
 	    "(default: 30)\n"
+	    "    -o writeback=SECS      opt-in: close() returns at once and "
+	    "files closed\n"
+	    "                           within SECS share one PUT (default: "
+	    "0, off: close\n"
+	    "                           returns when the data is in the "
+	    "container)\n"
 	    "    -o allow_other         let other users in, with "
 	    "permission checks\n"
 	    "                           (default: only the user who "
@@ -188,8 +196,10 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "ctrfs: no mountpoint given (see --help)\n");
 		goto out_cmdline;
 	}
-	if (o.attr_timeout < 0 || o.timeout == 0) {
-		fprintf(stderr, "ctrfs: bad attr_timeout or timeout\n");
+	if (o.attr_timeout < 0 || o.timeout == 0 || o.writeback < 0 ||
+	    o.writeback > 60) {
+		fprintf(stderr, "ctrfs: bad attr_timeout, timeout or "
+				"writeback\n");
 		goto out_cmdline;
 	}
 	log_init(true, co.debug);
@@ -228,6 +238,7 @@ int main(int argc, char *argv[])
 	cfg.all = o.all;
 	cfg.attr_timeout = o.attr_timeout;
 	cfg.idle_close = 2.0;
+	cfg.writeback = o.writeback;
 	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
 		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
 out_engine:

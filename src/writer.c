@@ -32,7 +32,10 @@ struct wfile {
 	bool dirty;	   /* changed since the last commit */
 	bool in_container; /* exists there under path */
 	bool unlinked;
-	int error; /* a failed write: never commit half a file */
+	bool pending; /* write-back: closed, to be committed at due */
+	double due;
+	int attempts; /* write-back commits that failed */
+	int error;    /* a failed write: never commit half a file */
 	struct wfile *next;
 };
 
@@ -40,6 +43,7 @@ struct wfile {
 struct item {
 	struct wfile *f;
 	char *parent;
+	const char *name; /* the entry's name, relative to parent */
 	int result;
 	bool done;
 	struct item *next;
@@ -55,6 +59,12 @@ struct writer {
 	struct item *queue;
 	char **busy; /* "ctr id/parent" keys being committed */
 	size_t nbusy;
+	double writeback; /* seconds a closed file waits, 0: commit at close */
+	pthread_t flusher;
+	bool flusher_started;
+	bool draining; /* commit everything pending now */
+	bool stopping;
+	pthread_cond_t flush_cond;
 };
 
 struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s)
@@ -68,6 +78,7 @@ struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s)
 	w->spool = s;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
+	pthread_cond_init(&w->flush_cond, NULL);
 	return w;
 }
 
@@ -75,7 +86,9 @@ void writer_free(struct writer *w)
 {
 	if (!w)
 		return;
+	writer_drain(w);
 	free(w->busy);
+	pthread_cond_destroy(&w->flush_cond);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	free(w);
@@ -109,8 +122,10 @@ struct wfile *writer_find(struct writer *w, const char *ctr_id,
 
 	pthread_mutex_lock(&w->lock);
 	f = find_locked(w, ctr_id, path);
-	if (f)
+	if (f) {
 		f->refs++;
+		f->pending = false;
+	}
 	pthread_mutex_unlock(&w->lock);
 	return f;
 }
@@ -126,6 +141,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f = find_locked(w, c->id, path);
 	if (f) {
 		f->refs++;
+		f->pending = false;
 		pthread_mutex_unlock(&w->lock);
 		if (flags & O_TRUNC)
 			wfile_truncate(f, 0);
@@ -278,6 +294,11 @@ int wfile_rename(struct wfile *f, const char *newpath)
 	return 0;
 }
 
+int wfile_error(struct wfile *f)
+{
+	return f->error;
+}
+
 bool wfile_in_container(struct wfile *f)
 {
 	return f->in_container;
@@ -308,7 +329,6 @@ static int next_item(struct body *b)
 	struct wfile *f;
 	struct tar_entry te;
 	struct stat sp;
-	const char *base;
 	ssize_t n;
 
 	b->cur = b->started ? b->cur->next : b->items;
@@ -320,9 +340,8 @@ static int next_item(struct body *b)
 	f = b->cur->f;
 	if (fstat(f->fd, &sp) < 0)
 		return -errno;
-	base = strrchr(f->path, '/') + 1;
 	memset(&te, 0, sizeof(te));
-	te.name = base;
+	te.name = b->cur->name;
 	te.st = f->st;
 	te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
 	te.st.st_size = sp.st_size;
@@ -488,6 +507,8 @@ int wfile_commit(struct wfile *f)
 {
 	char parent[PATH_MAX];
 	struct item me = {.f = f, .parent = parent};
+
+	me.name = strrchr(f->path, '/') + 1;
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
@@ -522,10 +543,23 @@ void wfile_put(struct wfile *f)
 
 	pthread_mutex_lock(&w->lock);
 	last = --f->refs == 0;
+	if (last && w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
+	    f->attempts < 3) {
+		f->pending = true;
+		f->due = now_mono() + w->writeback;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (!last)
 		return;
-	wfile_commit(f); /* a failure was logged; nobody is left to tell */
+	if (f->attempts >= 3)
+		log_err("gave up writing '%s' in container '%s': its data is "
+			"lost",
+			f->path, f->ctr.name);
+	else
+		wfile_commit(f); /* failures are logged; nobody is left */
 	pthread_mutex_lock(&w->lock);
 	if (f->refs > 0) { /* reopened meanwhile */
 		pthread_mutex_unlock(&w->lock);
@@ -582,4 +616,161 @@ int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
 			te->name, dir, c->name, msg);
 	free(b);
 	return ret;
+}
+
+/* The longest common directory of the parents of n paths. */
+static void common_parent(struct wfile **fs, size_t n, char *out, size_t len)
+{
+	size_t l;
+
+	parent_of(fs[0]->path, out, len);
+	for (size_t i = 1; i < n; i++) {
+		while (strcmp(out, "/") != 0) {
+			l = strlen(out);
+			if (strncmp(fs[i]->path, out, l) == 0 &&
+			    fs[i]->path[l] == '/')
+				break;
+			parent_of(out, out, len);
+		}
+	}
+}
+
+/* Write-back: commits n closed files of one container with one PUT at
+ * their common directory, names relative to it. */
+static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
+{
+	char dir[PATH_MAX];
+	struct item *items = calloc(n, sizeof(*items));
+	size_t dlen;
+	int ret;
+
+	if (!items)
+		return;
+	common_parent(fs, n, dir, sizeof(dir));
+	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+	for (size_t i = 0; i < n; i++) {
+		pthread_mutex_lock(&fs[i]->lock);
+		items[i].f = fs[i];
+		items[i].parent = dir;
+		items[i].name = fs[i]->path + dlen;
+		items[i].next = i + 1 < n ? &items[i + 1] : NULL;
+	}
+	ret = put_batch(w, items);
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = fs[i];
+
+		if (ret == 0) {
+			struct stat st;
+
+			f->dirty = false;
+			f->in_container = true;
+			pthread_mutex_unlock(&f->lock);
+			wfile_stat(f, &st);
+			meta_committed(w->m, &f->ctr, f->path, &st);
+		} else {
+			f->attempts++;
+			pthread_mutex_unlock(&f->lock);
+		}
+	}
+	if (ret == 0)
+		log_dbg("write-back: %zu files in '%s' with one PUT", n, dir);
+	free(items);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->stopping) {
+		struct wfile *first = NULL, **batch;
+		double now = now_mono();
+		size_t n = 0;
+
+		for (struct wfile *f = w->files; f; f = f->next)
+			if (f->pending && (!first || f->due < first->due))
+				first = f;
+		if (!first) {
+			pthread_cond_broadcast(&w->flush_cond); /* drained */
+			pthread_cond_wait(&w->flush_cond, &w->lock);
+			continue;
+		}
+		if (first->due > now && !w->draining) {
+			struct timespec ts;
+			double wait = first->due - now;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)wait;
+			ts.tv_nsec +=
+			    (long)((wait - (double)(time_t)wait) * 1e9);
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
+			continue;
+		}
+		for (struct wfile *f = w->files; f; f = f->next)
+			if (f->pending && strcmp(f->ctr.id, first->ctr.id) == 0)
+				n++;
+		batch = malloc(n * sizeof(*batch));
+		n = 0;
+		for (struct wfile *f = w->files; batch && f; f = f->next) {
+			if (f->pending &&
+			    strcmp(f->ctr.id, first->ctr.id) == 0) {
+				f->pending = false;
+				f->refs++;
+				batch[n++] = f;
+			}
+		}
+		pthread_mutex_unlock(&w->lock);
+		if (batch) {
+			flush_batch(w, batch, n);
+			for (size_t i = 0; i < n; i++)
+				wfile_put(batch[i]);
+			free(batch);
+		}
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int writer_set_writeback(struct writer *w, double delay)
+{
+	if (delay <= 0 || w->flusher_started)
+		return 0;
+	w->writeback = delay;
+	if (pthread_create(&w->flusher, NULL, flusher_main, w) != 0)
+		return -errno;
+	w->flusher_started = true;
+	return 0;
+}
+
+bool writer_writeback(const struct writer *w)
+{
+	return w->writeback > 0;
+}
+
+void writer_drain(struct writer *w)
+{
+	if (!w->flusher_started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->draining = true;
+	for (;;) {
+		bool any = false;
+
+		for (struct wfile *f = w->files; f; f = f->next)
+			any = any || f->pending;
+		if (!any)
+			break;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_cond_wait(&w->flush_cond, &w->lock);
+	}
+	w->stopping = true;
+	pthread_cond_broadcast(&w->flush_cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->flusher, NULL);
+	w->flusher_started = false;
 }

@@ -26,7 +26,21 @@ struct writer;
 struct wfile;
 
 struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s);
+
+/* Commits what is pending and frees. */
 void writer_free(struct writer *w);
+
+/*
+ * Opt-in write-back: a file closed after writing waits delay seconds, then
+ * every such file of the container goes in one PUT (at the files' common
+ * directory). close() then returns before the data is in the container;
+ * failures are retried and logged. fsync still commits at once.
+ */
+int writer_set_writeback(struct writer *w, double delay);
+bool writer_writeback(const struct writer *w);
+
+/* Commits every pending file now and stops the write-back thread. */
+void writer_drain(struct writer *w);
 
 /*
  * Opens path (inside container c) for writing. existing: the file's current
@@ -50,6 +64,9 @@ void wfile_stat(struct wfile *f, struct stat *st);
 /* Sends the file to the container when it changed since the last commit;
  * 0 when it is there, else -errno. */
 int wfile_commit(struct wfile *f);
+
+/* The error that poisoned the file (a failed spool write), or 0. */
+int wfile_error(struct wfile *f);
 
 /* Folded metadata changes; each marks the file changed. */
 int wfile_truncate(struct wfile *f, off_t size);
