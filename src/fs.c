@@ -874,10 +874,13 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->nullpath_ok = 0;
+	/* threads start here, after fuse_daemonize() forked */
 	if (pthread_create(&fs->reaper, NULL, reaper_main, fs) == 0)
 		fs->reaper_started = true;
 	else
 		log_err("cannot start the idle-transfer reaper");
+	if (writer_set_writeback(fs->writer, fs->cfg.writeback) < 0)
+		log_err("cannot start write-back: closes commit at once");
 	return fs;
 }
 
@@ -892,6 +895,7 @@ static void ctrfs_destroy(void *data)
 	if (fs->reaper_started)
 		pthread_join(fs->reaper, NULL);
 	fs->reaper_started = false;
+	writer_drain(fs->writer);
 }
 
 static const struct fuse_operations ctrfs_ops = {
@@ -973,7 +977,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	}
 	log_dbg("spool: %s", spool_dir(fs.spool));
 	fs.writer = writer_new(e, fs.meta, fs.spool);
-	if (!fs.writer || writer_set_writeback(fs.writer, cfg->writeback) < 0)
+	if (!fs.writer)
 		goto out_teardown;
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);
