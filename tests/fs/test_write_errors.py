@@ -82,6 +82,33 @@ def test_read_only_rootfs_is_erofs(mount, container, tmp_path):
     _assert_erofs_and_nothing_lands(m, c, "/etc", tmp_path)
 
 
+def test_read_only_rootfs_overwrite_is_erofs(mount, container):
+    c = container(args=["--read-only"])
+    before = c.cp_out("/etc/passwd")
+    m = mount()
+    e = errno_of(create, m.p(c, "/etc/passwd"), b"replaced\n")
+    assert e == errno.EROFS, f"overwriting a file: {errname(e)}"
+    assert c.cp_out("/etc/passwd") == before
+    assert call_with_timeout(read_file, m.p(c, "/etc/passwd")) == before
+
+
+def test_full_volume_is_enospc(mount, container, tmp_path):
+    # A 1 MiB tmpfs-backed volume: a volume, so the archive API writes into
+    # it, and it fills up.
+    c = container(args=["--mount", "type=volume,dst=/full,volume-driver=local,volume-opt=type=tmpfs,"
+                                   "volume-opt=device=tmpfs,volume-opt=o=size=1m"])
+    m = mount()
+    e = errno_of(create, m.p(c, "/full/big"), os.urandom(3 * MIB))
+    assert e == errno.ENOSPC, f"writing 3 MiB into 1 MiB: {errname(e)}"
+    src = tmp_path / "copied"
+    src.write_bytes(os.urandom(3 * MIB))
+    r = run_tool("cp", src, m.p(c, "/full/"), check=False)
+    assert r.returncode != 0, "cp reported success into a full volume"
+    assert b"No space left on device" in r.stderr, r.stderr
+    assert m.alive()
+    c.docker("rm", "-f", "-v", c.id, check=False)  # and its anonymous volume
+
+
 def test_read_only_volume_is_erofs(mount, container, tmp_path):
     vol = tmp_path / "vol"
     vol.mkdir()

@@ -50,11 +50,31 @@ def test_mkdir_and_file_inside(mount, container):
     assert tree["."]["type"] == "dir" and tree["."]["perm"] == 0o750 & ~_umask()
     assert tree["deeper"]["type"] == "dir"
     assert tree["deeper/f"]["sha256"] == hashlib.sha256(b"deep\n").hexdigest()
-    # (newdir's own mtime moved when deeper was made in it: that is
-    # test_write_tools.py::test_parent_mtime_follows_create's business.)
+    # Directory mtimes move as entries are made in them: that is
+    # test_write_tools.py::test_parent_mtime_follows_change's business.
     got = host_tree(m.p(c, "/data/newdir"))
-    got["."]["mtime"] = tree["."]["mtime"]
-    assert not tree_diff(got, tree), "mount (got) vs docker cp (want)"
+    keys = ("type", "perm", "uid", "gid", "size", "sha256")
+    assert not tree_diff(got, tree, keys), "mount (got) vs docker cp (want)"
+    assert got["deeper/f"]["mtime"] == tree["deeper/f"]["mtime"]
+
+
+def test_overwrite_keeps_mode_and_owner(mount, container):
+    c = container("static")
+    m = mount()
+    _data, mode, uid, gid, mtime = STATIC_FILES["data/secret"]
+
+    def write():
+        with open(m.p(c, "/data/secret"), "wb") as f:
+            f.write(b"new secret\n")
+
+    call_with_timeout(write)
+    assert c.cp_out("/data/secret") == b"new secret\n"
+    h = c.cp_headers("/data/secret")["secret"]
+    assert (h.mode & 0o7777, h.uid, h.gid) == (mode, uid, gid)
+    assert h.mtime != mtime
+    st = call_with_timeout(os.lstat, m.p(c, "/data/secret"))
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_size, int(st.st_mtime)) == \
+        (mode, uid, gid, 11, h.mtime)
 
 
 def test_symlink(mount, container):

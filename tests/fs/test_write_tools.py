@@ -88,7 +88,28 @@ def test_mkdir_p(mount, container):
     m = mount()
     run_tool("mkdir", "-p", m.p(c, "/tmp/a/b/c"))
     assert c.stat("/tmp/a/b/c")["type"] == "dir"
-    assert not disagreements(m, c, "/tmp/a", "/tmp/a/b", "/tmp/a/b/c")
+    assert not disagreements(m, c, "/tmp/a/b/c")
+    # a and a/b got their mtimes bumped by the next mkdir: only their other
+    # attributes here (test_parent_mtime_follows_change covers mtimes).
+    for p in ("/tmp/a", "/tmp/a/b"):
+        assert not compare_stat(c, m.p(c, p), p, keys=("perm", "uid", "gid", "type")), p
+    assert m.listdir(m.p(c, "/tmp/a")) == ["b"]
+
+
+def test_cp_over_existing_keeps_mode_and_owner(mount, container, tmp_path):
+    src = tmp_path / "new-content"
+    src.write_bytes(os.urandom(20_000))
+    os.chmod(src, 0o644)
+    c = container()
+    c.write("/tmp/conf", b"old secret\n", mode=0o600, owner="1234:5678")
+    m = mount()
+    warm(m, c, "/tmp/conf")
+    # cp opens the existing file with O_TRUNC: the file keeps its mode and owner.
+    run_tool("cp", src, m.p(c, "/tmp/conf"))
+    assert c.cp_sha256("/tmp/conf") == sha256_file(src)
+    st = c.stat("/tmp/conf")
+    assert (st["perm"], st["uid"], st["gid"], st["size"]) == (0o600, 1234, 5678, 20_000)
+    assert not disagreements(m, c, "/tmp/conf")
 
 
 def _tarball(path):
@@ -259,8 +280,10 @@ def test_hard_link(mount, container):
     assert not disagreements(m, c, "/tmp/a", "/tmp/b")
     # After a listing, the read side reports the link count (test_metadata.py).
     m.listdir(m.p(c, "/tmp"))
+    inside = [int(n) for n in c.exec("stat", "-c", "%h", "/tmp/a", "/tmp/b").split()]
     nlinks = [call_with_timeout(os.lstat, m.p(c, p)).st_nlink for p in ("/tmp/a", "/tmp/b")]
-    assert min(nlinks) >= 2, f"link counts through the mount: {nlinks}, inside: 2"
+    assert inside == [2, 2]
+    assert min(nlinks) >= 2, f"link counts of a, b through the mount: {nlinks}, inside: {inside}"
 
 
 def test_mv_file(mount, container):
