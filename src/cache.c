@@ -415,7 +415,8 @@ int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
 
 		ret = -ENOMEM;
 		if (copy) {
-			memcpy(copy, names, bytes);
+			if (bytes)
+				memcpy(copy, names, bytes);
 			drop_listing(n);
 			n->names = copy;
 			n->nnames = count;
