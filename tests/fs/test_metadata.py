@@ -23,10 +23,14 @@ ODD_FILES = [
 @pytest.fixture
 def meta(container):
     c = container()
-    c.exec("mkdir", "/meta")
+    # One exec for everything: each costs a third of a second.
+    script = ["set -e", "mkdir /meta"]
     for path, mode, owner in ODD_FILES:
-        c.write(path, path.encode() * 3, mode=mode, owner=owner)
-    c.sh("""
+        script.append(f"printf '%s' '{path * 3}' > {path}")
+        if owner:
+            script.append(f"chown {owner} {path}")  # before chmod: it clears setuid
+        script.append(f"chmod {mode:o} {path}")
+    c.sh("\n".join(script) + """
         mkdir /meta/sticky && chmod 1777 /meta/sticky
         mkdir /meta/dir-owned && chown 1234:5678 /meta/dir-owned && chmod 0750 /meta/dir-owned
         head -c 12345 /dev/urandom > /meta/dated
