@@ -18,7 +18,9 @@ struct node {
 	size_t nnames;
 	size_t names_bytes;
 	long snapshot;
-	char *data; /* content of a small file, or NULL */
+	double listed_at; /* now_mono() when the listing was last known whole */
+	long own_from, own_until; /* wall seconds of our own last change */
+	char *data;		  /* content of a small file, or NULL */
 	size_t datalen;
 	long data_snapshot; /* wall-clock second its GET began */
 };
@@ -229,8 +231,11 @@ static void merge(struct cache *c, struct node *n,
 		n->link = NULL;
 		n->attr.flags &= ~CACHE_LINK;
 	}
-	if (n->names && !(same_type && same_mtime &&
-			  attr->st.st_mtim.tv_sec + 1 < n->snapshot))
+	if (n->names &&
+	    !(same_type &&
+	      ((same_mtime && attr->st.st_mtim.tv_sec + 1 < n->snapshot) ||
+	       (attr->st.st_mtim.tv_sec >= n->own_from &&
+		attr->st.st_mtim.tv_sec <= n->own_until))))
 		drop_listing(n);
 }
 
@@ -422,6 +427,7 @@ int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
 			n->nnames = count;
 			n->names_bytes = bytes;
 			n->snapshot = snapshot;
+			n->listed_at = n->attr.validated;
 			ret = 0;
 		}
 	}
@@ -590,7 +596,7 @@ int cache_in_listing(struct cache *c, const char *ns, const char *path,
 		return -1;
 	pthread_mutex_lock(&c->lock);
 	dir = lookup(c, ns, parent);
-	if (dir && dir->names && dir->attr.validated >= fresh_after)
+	if (dir && dir->names && dir->listed_at >= fresh_after)
 		ret = listing_find(dir, base, &off) >= 0;
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -644,4 +650,25 @@ long cache_get_data(struct cache *c, const char *ns, const char *path,
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;
+}
+
+void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
+		       long from, long until, double now)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, dir);
+	if (n) {
+		n->attr.validated = 0; /* its mtime moved: ask again */
+		n->own_from = from;
+		n->own_until = until;
+		if (n->names) {
+			/* our edits keep it whole, as of the end of our change
+			 */
+			n->snapshot = until + 2;
+			n->listed_at = now;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
 }

@@ -74,6 +74,15 @@ void cache_forget(struct cache *c, const char *ns, const char *path, bool tree);
 void cache_listing_add(struct cache *c, const char *ns, const char *path);
 
 /*
+ * ctrfs changed an entry of directory dir between wall-clock seconds from
+ * and until: its attributes are asked again (the mtime moved), and its
+ * listing, which ctrfs edited, survives an mtime within that window.
+ * A change by someone else within the same seconds cannot be told apart.
+ */
+void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
+		       long from, long until, double now);
+
+/*
  * Whether the listing of path's directory, confirmed at or after
  * fresh_after, names it: 1 yes, 0 no, -1 when no such listing is known.
  */

@@ -281,6 +281,8 @@ static int reply_errno(long status, const char *msg)
 {
 	if (status >= 400 && msg && strcasestr(msg, "read-only"))
 		return -EROFS;
+	if (status == 404 && msg && strcasestr(msg, "no such container"))
+		return -EIO; /* the container went away under a change */
 	if (status >= 400 && msg && strcasestr(msg, "no space left"))
 		return -ENOSPC;
 	return engine_status_errno(status);

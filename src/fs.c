@@ -411,16 +411,24 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {
 	    .name = base_of(inner), .st = *st, .symlink = symlink};
+	long t0 = (long)time(NULL);
 	int ret;
 
 	parent_of(inner, parent, sizeof(parent));
+	if (symlink) {
+		/* the engine refuses a link whose target climbs above the
+		 * directory of the PUT: put it at the root by its full path */
+		parent[0] = '/';
+		parent[1] = '\0';
+		te.name = inner + 1;
+	}
 	ret = writer_put_entry(fs->writer, c, parent, &te);
 	if (ret == 0) {
 		struct stat cst = *st;
 
 		if (symlink)
 			cst.st_size = (off_t)strlen(symlink);
-		meta_committed(fs->meta, c, inner, &cst);
+		meta_committed(fs->meta, c, inner, &cst, t0);
 	}
 	return ret;
 }
@@ -521,6 +529,7 @@ static int ctrfs_link(const char *from, const char *to)
 	char dir[PATH_MAX];
 	struct tar_entry te;
 	struct stat st;
+	long t0 = (long)time(NULL);
 	size_t dlen;
 	int ret = resolve_change(fs, from, &c, &ifrom);
 
@@ -547,8 +556,12 @@ static int ctrfs_link(const char *from, const char *to)
 	te.st = st;
 	ret = writer_put_entry(fs->writer, c, dir, &te);
 	if (ret == 0) {
-		meta_committed(fs->meta, c, ifrom, NULL);
-		meta_committed(fs->meta, c, ito, NULL);
+		st.st_nlink++; /* both names: one file, one more link */
+		meta_update(fs->meta, c, ifrom, &st);
+		meta_committed(fs->meta, c, ito, &st, t0);
+		/* the kernel holds the old name's attributes as another
+		 * inode (paths, not inodes, here): tell it they moved */
+		fuse_invalidate_path(fuse_get_context()->fuse, from);
 	}
 out_put:
 	ctr_put(fs->ctrs, c);
@@ -558,6 +571,7 @@ out_put:
 static int remove_path(const char *path, const char *tool)
 {
 	struct fs *fs = fs_get();
+	long t0 = (long)time(NULL);
 	const char *inner;
 	struct wfile *w;
 	struct ctr *c;
@@ -578,7 +592,7 @@ static int remove_path(const char *path, const char *tool)
 	if (w)
 		wfile_put(w);
 	if (ret == 0 || ret == -ENOENT)
-		meta_committed(fs->meta, c, inner, NULL);
+		meta_committed(fs->meta, c, inner, NULL, t0);
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -596,6 +610,7 @@ static int ctrfs_rmdir(const char *path)
 static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
+	long t0 = (long)time(NULL);
 	const char *ifrom, *ito;
 	struct ctr *c, *c2;
 	struct wfile *w;
@@ -632,8 +647,8 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	if (w)
 		wfile_put(w);
 	if (ret == 0) {
-		meta_committed(fs->meta, c, ifrom, NULL);
-		meta_committed(fs->meta, c, ito, NULL);
+		meta_committed(fs->meta, c, ifrom, NULL, t0);
+		meta_appeared(fs->meta, c, ito, t0);
 	}
 out_put:
 	ctr_put(fs->ctrs, c);
@@ -981,8 +996,10 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 		goto out_teardown;
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);
-	if (!f)
+	if (!f) {
+		ret = 1; /* options FUSE does not know: a usage error */
 		goto out_teardown;
+	}
 	if (fuse_mount(f, mountpoint) != 0)
 		goto out_destroy;
 	if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)

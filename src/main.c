@@ -178,8 +178,13 @@ int main(int argc, char *argv[])
 		o.host = strdup(o.pos[0]);
 	if (o.npos > 0 && fuse_opt_add_arg(&args, o.pos[o.npos - 1]) != 0)
 		goto out_args;
-	if (fuse_parse_cmdline(&args, &co) != 0)
+	if (fuse_parse_cmdline(&args, &co) != 0) {
+		/* FUSE refuses a mount point it cannot resolve: that is a
+		 * failed mount, not a usage error */
+		if (o.npos > 0 && access(o.pos[o.npos - 1], F_OK) != 0)
+			ret = 3;
 		goto out_args;
+	}
 	if (co.show_help) {
 		usage(argv[0]);
 		fs_lib_help();

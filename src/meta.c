@@ -71,6 +71,8 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 	cache_put(m->c, c->id, path, &a, te->symlink);
 }
 
+static int parent_of(const char *path, char *out, size_t outlen);
+
 void meta_touch(struct meta *m, struct ctr *c, const char *path)
 {
 	cache_touch(m->c, c->id, path, now_mono());
@@ -85,19 +87,38 @@ static bool stale(struct meta *m, struct ctr *c, double validated)
 }
 
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
-		    const struct stat *st)
+		    const struct stat *st, long since)
 {
-	if (!st || S_ISDIR(st->st_mode))
-		cache_remove_tree(m->c, c->id, path);
-	else
-		cache_remove(m->c, c->id, path);
+	char parent[PATH_MAX];
+
+	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
 		struct cache_attr a = {
 		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
 
 		fill_defaults(&a.st);
 		cache_put(m->c, c->id, path, &a, NULL);
+		cache_listing_add(m->c, c->id, path);
+		if (S_ISDIR(st->st_mode)) /* made by us: empty */
+			cache_set_listing(m->c, c->id, path, "", 0, 0,
+					  (long)time(NULL));
 	}
+	if (parent_of(path, parent, sizeof(parent)) == 0 &&
+	    strcmp(parent, path) != 0)
+		cache_dir_changed(m->c, c->id, parent, since - 1,
+				  (long)time(NULL) + 1, now_mono());
+}
+
+void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
+{
+	char parent[PATH_MAX];
+
+	cache_forget(m->c, c->id, path, true);
+	cache_listing_add(m->c, c->id, path);
+	if (parent_of(path, parent, sizeof(parent)) == 0 &&
+	    strcmp(parent, path) != 0)
+		cache_dir_changed(m->c, c->id, parent, since - 1,
+				  (long)time(NULL) + 1, now_mono());
 }
 
 long meta_content(struct meta *m, const struct ctr *c, const char *path,

@@ -47,15 +47,19 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 void meta_touch(struct meta *m, struct ctr *c, const char *path);
 
 /* Records that path now has attributes st, as written by ctrfs (owner
- * included), and that its directory changed. NULL st: it is gone, with
- * everything below it. */
+ * included), and that its directory changed in a change that began at
+ * wall-clock second since. NULL st: it is gone, with everything below. */
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
-		    const struct stat *st);
+		    const struct stat *st, long since);
 
 /* The content of a small file kept from a listing (see cache_get_data):
  * its length, or -1. Valid for the attributes meta_getattr() gives. */
 long meta_content(struct meta *m, const struct ctr *c, const char *path,
 		  void *buf, size_t buflen);
+
+/* Records that path exists now (made by a rename or a link), its
+ * attributes to be asked. */
+void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since);
 
 /* Records the attributes ctrfs just gave path (owner included); for a
  * directory its listing is kept. */

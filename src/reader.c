@@ -316,7 +316,9 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 		r->touched = r->last_used;
 	}
 	pthread_mutex_unlock(&r->lock);
-	return done > 0 ? (ssize_t)done : ret;
+	/* a short read is the end of the file to the kernel: an error must
+	 * not pass for one, even after part of the request was served */
+	return ret < 0 ? ret : (ssize_t)done;
 }
 
 void reader_reap(double idle)

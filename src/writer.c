@@ -32,6 +32,7 @@ struct wfile {
 	bool dirty;	   /* changed since the last commit */
 	bool in_container; /* exists there under path */
 	bool unlinked;
+	bool failed;  /* the last commit failed and close said so */
 	bool pending; /* write-back: closed, to be committed at due */
 	double due;
 	int attempts; /* write-back commits that failed */
@@ -195,6 +196,7 @@ out_free:
 static void touch_mtime(struct wfile *f)
 {
 	f->dirty = true;
+	f->failed = false;
 	if (!f->mtime_set)
 		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
 }
@@ -507,10 +509,10 @@ int wfile_commit(struct wfile *f)
 {
 	char parent[PATH_MAX];
 	struct item me = {.f = f, .parent = parent};
-
-	me.name = strrchr(f->path, '/') + 1;
+	long t0 = (long)time(NULL);
 	int ret = 0;
 
+	me.name = strrchr(f->path, '/') + 1;
 	pthread_mutex_lock(&f->lock);
 	if (f->error) {
 		ret = f->error;
@@ -520,6 +522,7 @@ int wfile_commit(struct wfile *f)
 		goto out;
 	parent_of(f->path, parent, sizeof(parent));
 	ret = commit_grouped(f->w, &me);
+	f->failed = ret < 0;
 	if (ret == 0) {
 		struct stat st;
 
@@ -527,7 +530,7 @@ int wfile_commit(struct wfile *f)
 		f->in_container = true;
 		pthread_mutex_unlock(&f->lock);
 		wfile_stat(f, &st);
-		meta_committed(f->w->m, &f->ctr, f->path, &st);
+		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 		return 0;
 	}
 out:
@@ -558,7 +561,7 @@ void wfile_put(struct wfile *f)
 		log_err("gave up writing '%s' in container '%s': its data is "
 			"lost",
 			f->path, f->ctr.name);
-	else
+	else if (!f->failed)	 /* a failed close was told already */
 		wfile_commit(f); /* failures are logged; nobody is left */
 	pthread_mutex_lock(&w->lock);
 	if (f->refs > 0) { /* reopened meanwhile */
@@ -641,6 +644,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 {
 	char dir[PATH_MAX];
 	struct item *items = calloc(n, sizeof(*items));
+	long t0 = (long)time(NULL);
 	size_t dlen;
 	int ret;
 
@@ -666,7 +670,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 			f->in_container = true;
 			pthread_mutex_unlock(&f->lock);
 			wfile_stat(f, &st);
-			meta_committed(w->m, &f->ctr, f->path, &st);
+			meta_committed(w->m, &f->ctr, f->path, &st, t0);
 		} else {
 			f->attempts++;
 			pthread_mutex_unlock(&f->lock);

@@ -261,7 +261,9 @@ def test_symlink_relative(mount, container):
     m = mount()
     run_tool("ln", "-s", "../etc/passwd", m.p(c, "/tmp/rel"))
     run_tool("ln", "-s", "passwd", m.p(c, "/etc/sibling"))
-    assert c.exec("readlink", "/tmp/rel", "/etc/sibling") == b"../etc/passwd\npasswd\n"
+    # busybox readlink takes one FILE
+    assert c.exec("readlink", "/tmp/rel") == b"../etc/passwd\n"
+    assert c.exec("readlink", "/etc/sibling") == b"passwd\n"
     assert call_with_timeout(os.readlink, m.p(c, "/tmp/rel")) == "../etc/passwd"
     assert call_with_timeout(read_file, m.p(c, "/tmp/rel")) == c.cp_out("/etc/passwd")
     assert not disagreements(m, c, "/tmp/rel", "/etc/sibling")
