@@ -65,9 +65,17 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 	struct cache_attr a = {
 	    .st = te->st, .validated = now_mono(), .flags = CACHE_OWNER};
 
+	struct cache_attr old;
+
 	if (te->symlink)
 		a.st.st_size = (off_t)strlen(te->symlink);
 	fill_defaults(&a.st);
+	/* the tar of one path cannot count its other names: keep the count
+	 * a listing or a link made through ctrfs found */
+	if (cache_get(m->c, c->id, path, &old, NULL, 0) == 0 &&
+	    (old.flags & CACHE_OWNER) &&
+	    (old.st.st_mode & S_IFMT) == (a.st.st_mode & S_IFMT))
+		a.st.st_nlink = old.st.st_nlink;
 	cache_put(m->c, c->id, path, &a, te->symlink);
 }
 

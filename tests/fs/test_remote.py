@@ -169,7 +169,8 @@ def podman(base_dir, rootfs):
     exe = shutil.which("podman")
     if not exe:
         pytest.skip("podman is not installed")
-    d = tempfile.mkdtemp(prefix="p.", dir=base_dir)
+    # podman refuses a runroot longer than 50 characters: keep it short
+    d = tempfile.mkdtemp(prefix="ctrfs-p.", dir="/tmp")
     sock = os.path.join(d, "podman.sock")
     base = [exe, "--root", os.path.join(d, "root"), "--runroot", os.path.join(d, "run")]
     log = open(os.path.join(d, "service.log"), "wb")
@@ -182,7 +183,10 @@ def podman(base_dir, rootfs):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
 
     try:
-        assert wait_for(lambda: os.path.exists(sock), timeout=30), "podman service did not start"
+        if not wait_for(lambda: os.path.exists(sock), timeout=30):
+            log.flush()
+            with open(os.path.join(d, "service.log"), "rb") as f:
+                pytest.fail("podman service did not start:\n" + f.read().decode(errors="replace")[-3000:])
         with open(rootfs["busybox"], "rb") as f:
             pm("import", "-c", "ENV PATH=/bin:/usr/bin", "-", "ctrfs-test/busybox", input=f.read())
         yield pm, "unix://" + sock
