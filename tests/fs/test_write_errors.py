@@ -199,3 +199,37 @@ def test_container_removed_while_writing(mount, container):
             f"spool directory {spool} not empty: {os.listdir(spool)}"
     assert wait_for(lambda: not _spool_fds(m, spool), timeout=10), \
         f"ctrfs still holds spool files open: {_spool_fds(m, spool)}"
+
+
+def test_host_spool_full_is_enospc(mount, container, tmp_path):
+    """The host's spool runs out of space: the write or the close fails with
+    ENOSPC, and nothing half-written reaches the container."""
+    c = container()
+    spool_base = tmp_path / "tiny"
+    spool_base.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(spool_base)], check=True)
+    try:
+        env = dict(os.environ)
+        env.pop("DOCKER_HOST", None)
+        env["TMPDIR"] = str(spool_base)
+        m = mount(env=env)
+        error = None
+        fd = call_with_timeout(os.open, m.p(c, "/tmp/too-big"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                               0o644)
+        try:
+            for _ in range(4):
+                call_with_timeout(os.write, fd, os.urandom(MIB))
+        except OSError as e:
+            error = e
+        finally:
+            try:
+                call_with_timeout(os.close, fd)
+            except OSError as e:
+                error = error or e
+        assert error is not None, "4 MiB went through a 1 MiB spool"
+        assert error.errno == errno.ENOSPC, errname(error.errno)
+        assert not exists_inside(c, "/tmp/too-big"), "a half-written file reached the container"
+        assert m.alive()
+    finally:
+        # lazily: the daemon still holds its spool directory in it
+        subprocess.run(["umount", "-l", str(spool_base)], check=False)
