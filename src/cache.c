@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cache.h"
+#include "pathmap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -299,19 +300,6 @@ void cache_touch(struct cache *c, const char *ns, const char *path, double now)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static void parent_of(const char *path, char *out, size_t outlen)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash ? (size_t)(slash - path) : 0;
-
-	if (n == 0)
-		n = 1;
-	if (n >= outlen)
-		n = outlen - 1;
-	memcpy(out, path, n);
-	out[n] = '\0';
-}
-
 static void unlink_node(struct cache *c, struct node *victim)
 {
 	struct node **pp = &c->buckets[victim->hash % c->nbuckets];
@@ -332,7 +320,7 @@ void cache_remove(struct cache *c, const char *ns, const char *path)
 	char parent[4096];
 	struct node *n;
 
-	parent_of(path, parent, sizeof(parent));
+	pathmap_parent(path, parent, sizeof(parent));
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
 	if (n)
@@ -503,7 +491,7 @@ size_t cache_count(struct cache *c)
 
 static void split(const char *path, char *parent, size_t len, const char **base)
 {
-	parent_of(path, parent, len);
+	pathmap_parent(path, parent, len);
 	*base = strrchr(path, '/') + 1;
 }
 

@@ -393,17 +393,6 @@ static const char *base_of(const char *path)
 	return strrchr(path, '/') + 1;
 }
 
-static void parent_of(const char *path, char *out, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-
-	if (n >= len)
-		n = len - 1;
-	memcpy(out, path, n);
-	out[n] = '\0';
-}
-
 /* Creates one data-less entry at inner with one PUT to its directory. */
 static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 		     const struct stat *st, const char *symlink)
@@ -414,7 +403,7 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 	long t0 = (long)time(NULL);
 	int ret;
 
-	parent_of(inner, parent, sizeof(parent));
+	pathmap_parent(inner, parent, sizeof(parent));
 	if (symlink) {
 		/* the engine refuses a link whose target climbs above the
 		 * directory of the PUT: put it at the root by its full path */
@@ -663,7 +652,7 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {.name = base_of(inner), .st = *st};
 
-	parent_of(inner, parent, sizeof(parent));
+	pathmap_parent(inner, parent, sizeof(parent));
 	return writer_put_entry(fs->writer, c, parent, &te);
 }
 

@@ -4,6 +4,7 @@
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
+#include "pathmap.h"
 #include "pathstat.h"
 #include "tarstream.h"
 
@@ -79,8 +80,6 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 	cache_put(m->c, c->id, path, &a, te->symlink);
 }
 
-static int parent_of(const char *path, char *out, size_t outlen);
-
 void meta_touch(struct meta *m, struct ctr *c, const char *path)
 {
 	cache_touch(m->c, c->id, path, now_mono());
@@ -111,7 +110,7 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
 					  (long)time(NULL));
 	}
-	if (parent_of(path, parent, sizeof(parent)) == 0 &&
+	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
 	    strcmp(parent, path) != 0)
 		cache_dir_changed(m->c, c->id, parent, since - 1,
 				  (long)time(NULL) + 1, now_mono());
@@ -123,7 +122,7 @@ void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
 
 	cache_forget(m->c, c->id, path, true);
 	cache_listing_add(m->c, c->id, path);
-	if (parent_of(path, parent, sizeof(parent)) == 0 &&
+	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
 	    strcmp(parent, path) != 0)
 		cache_dir_changed(m->c, c->id, parent, since - 1,
 				  (long)time(NULL) + 1, now_mono());
@@ -438,18 +437,6 @@ static void fix_hardlinks(struct loader *l)
 	free(l->links);
 }
 
-static int parent_of(const char *path, char *out, size_t outlen)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-
-	if (n >= outlen)
-		return -ENAMETOOLONG;
-	memcpy(out, path, n);
-	out[n] = '\0';
-	return 0;
-}
-
 /* Keeps the content of a small file that the listing's tar carries anyway,
  * so that reading it later needs no GET of its own. */
 static int prefetch(struct loader *l, const char *path, off_t size)
@@ -492,7 +479,7 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 		if (l->depth != 0)
 			return -EIO;
 	} else {
-		parent_of(path, parent, sizeof(parent));
+		pathmap_parent(path, parent, sizeof(parent));
 		while (l->depth > 0 &&
 		       strcmp(l->stack[l->depth - 1].path, parent) != 0)
 			frame_pop(l, !l->shallow || l->depth == 1);

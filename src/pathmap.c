@@ -143,6 +143,18 @@ int pathmap_link(const char *linkpath, const char *target, char *out,
 	return ret;
 }
 
+int pathmap_parent(const char *path, char *out, size_t outlen)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = (!slash || slash == path) ? 1 : (size_t)(slash - path);
+
+	if (n >= outlen)
+		return -ENAMETOOLONG;
+	memcpy(out, slash ? path : "/", n);
+	out[n] = '\0';
+	return 0;
+}
+
 int pathmap_is_under(const char *path, const char *prefix)
 {
 	size_t n = strlen(prefix);

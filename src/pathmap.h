@@ -27,6 +27,12 @@ int pathmap_link(const char *linkpath, const char *target, char *out,
 		 size_t outlen);
 
 /*
+ * Copies the directory of an absolute path into out ("/a/b" -> "/a",
+ * "/a" -> "/", "/" -> "/"). 0, or -ENAMETOOLONG when out is too small.
+ */
+int pathmap_parent(const char *path, char *out, size_t outlen);
+
+/*
  * Returns 1 when path equals prefix or lies below it ("/a/b" is below
  * "/a", "/ab" is not), else 0.
  */

@@ -3,6 +3,7 @@
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
+#include "pathmap.h"
 #include "meta.h"
 #include "reader.h"
 #include "spool.h"
@@ -93,17 +94,6 @@ void writer_free(struct writer *w)
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
 	free(w);
-}
-
-static void parent_of(const char *path, char *out, size_t len)
-{
-	const char *slash = strrchr(path, '/');
-	size_t n = slash == path ? 1 : (size_t)(slash - path);
-
-	if (n >= len)
-		n = len - 1;
-	memcpy(out, path, n);
-	out[n] = '\0';
 }
 
 static struct wfile *find_locked(struct writer *w, const char *ctr_id,
@@ -520,7 +510,7 @@ int wfile_commit(struct wfile *f)
 	}
 	if (!f->dirty || f->unlinked)
 		goto out;
-	parent_of(f->path, parent, sizeof(parent));
+	pathmap_parent(f->path, parent, sizeof(parent));
 	ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;
 	if (ret == 0) {
@@ -626,14 +616,14 @@ static void common_parent(struct wfile **fs, size_t n, char *out, size_t len)
 {
 	size_t l;
 
-	parent_of(fs[0]->path, out, len);
+	pathmap_parent(fs[0]->path, out, len);
 	for (size_t i = 1; i < n; i++) {
 		while (strcmp(out, "/") != 0) {
 			l = strlen(out);
 			if (strncmp(fs[i]->path, out, l) == 0 &&
 			    fs[i]->path[l] == '/')
 				break;
-			parent_of(out, out, len);
+			pathmap_parent(out, out, len);
 		}
 	}
 }
