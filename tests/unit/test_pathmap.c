@@ -319,6 +319,22 @@ static void test_is_under(void)
 	CHECK_INT(pathmap_is_under("/b", "/a"), 0);
 }
 
+static void test_parent(void)
+{
+	char out[16];
+
+	CHECK_INT(pathmap_parent("/a/b", out, sizeof(out)), 0);
+	CHECK_STR(out, "/a");
+	CHECK_INT(pathmap_parent("/a", out, sizeof(out)), 0);
+	CHECK_STR(out, "/");
+	CHECK_INT(pathmap_parent("/", out, sizeof(out)), 0);
+	CHECK_STR(out, "/");
+	CHECK_INT(pathmap_parent("/dir with space/x y", out, sizeof(out)), 0);
+	CHECK_STR(out, "/dir with space");
+	CHECK_INT(pathmap_parent("/0123456789abcdef/x", out, sizeof(out)),
+		  -ENAMETOOLONG);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -339,5 +355,6 @@ int main(void)
 	test_link_hostile_target();
 	test_link_property();
 	test_is_under();
+	test_parent();
 	return check_report();
 }
