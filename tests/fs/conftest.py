@@ -457,7 +457,7 @@ class Mount:
             else:
                 if rc != 0:
                     problems.append(f"ctrfs exited with {rc} after fusermount3 -u (want 0)")
-        if problems or os.path.ismount(self.path) or self.proc.poll() is None:
+        if problems or self.mounted() or self.proc.poll() is None:
             self.force_unmount()
         try:
             os.rmdir(self.path)
@@ -465,8 +465,13 @@ class Mount:
             pass
         return problems
 
+    def mounted(self):
+        """In the mount table? (os.path.ismount says no once the daemon died.)"""
+        with open("/proc/self/mountinfo") as f:
+            return any(line.split()[4] == self.path for line in f)
+
     def force_unmount(self):
-        if os.path.ismount(self.path):
+        if self.mounted():
             subprocess.run(["fusermount3", "-z", "-u", self.path], check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, 10)):
