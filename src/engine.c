@@ -34,6 +34,7 @@ struct engine {
 	int n_buf;
 	bool down;   /* the last attempt failed to reach the engine */
 	bool podman; /* the ping said Libpod-Api-Version */
+	engine_preempt_fn preempt; /* frees a container for our next call */
 	bool tls;
 	bool tls_verify;
 	char *ca, *cert, *key; /* or NULL */
@@ -533,9 +534,23 @@ void engine_free_string(char *s)
 	curl_free(s);
 }
 
+void engine_set_preempt(struct engine *e, engine_preempt_fn fn)
+{
+	e->preempt = fn;
+}
+
+/* The engine runs one archive call per container at a time: let go of
+ * what we hold open on it before asking for more. */
+static void preempt(struct engine *e, const char *ctr)
+{
+	if (e->preempt)
+		e->preempt(ctr);
+}
+
 static int archive_url(struct engine *e, const char *ctr, const char *path,
 		       char *url, size_t len)
 {
+	preempt(e, ctr);
 	char *esc = engine_escape(path);
 	int n;
 
@@ -923,6 +938,7 @@ int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 	int ret;
 
 	msg[0] = '\0';
+	preempt(e, ctr);
 	req = json_object_new_object();
 	cmd = json_object_new_array();
 	for (size_t i = 0; argv[i]; i++)

@@ -43,6 +43,15 @@ const char *engine_url(const struct engine *e);
 /* Whether the engine is Podman (known after engine_ping()). */
 bool engine_is_podman(const struct engine *e);
 
+/*
+ * The engine serializes archive calls (and exec) per container: a call
+ * waits until an open GET on the same container has been read to its end.
+ * fn is called with the container's id before each such call, to close
+ * transfers of ours that sit idle on it.
+ */
+typedef void (*engine_preempt_fn)(const char *ctr_id);
+void engine_set_preempt(struct engine *e, engine_preempt_fn fn);
+
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg. */
 int engine_ping(struct engine *e, char *msg, size_t msglen);

@@ -980,6 +980,8 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 		goto out_teardown;
 	}
 	log_dbg("spool: %s", spool_dir(fs.spool));
+	engine_set_preempt(e, reader_preempt);
+	reader_set_spool(fs.spool);
 	fs.writer = writer_new(e, fs.meta, fs.spool);
 	if (!fs.writer)
 		goto out_teardown;

@@ -4,6 +4,7 @@
 #include "engine.h"
 #include "log.h"
 #include "meta.h"
+#include "spool.h"
 #include "tarstream.h"
 
 #include <errno.h>
@@ -13,8 +14,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RING	 (1024 * 1024)
-#define IDLE_MAX 30.0 /* seconds: the longest a container stays locked */
+#define RING (1024 * 1024)
+/* the most a transfer is drained to disk rather than closed: when another
+ * call needs the container, and when it sat idle */
+#define DRAIN_PREEMPT ((off_t)1 << 30)
+#define DRAIN_IDLE    ((off_t)64 << 20)
+#define IDLE_MAX      30.0 /* seconds: the longest a container stays locked */
+/* the most a transfer is drained to disk rather than closed: when another
+ * call needs the container, and when it sat idle */
+#define DRAIN_PREEMPT ((off_t)1 << 30)
+#define DRAIN_IDLE    ((off_t)64 << 20)
 
 struct reader {
 	pthread_mutex_t lock;
@@ -36,11 +45,22 @@ struct reader {
 	bool closed_idle;  /* the reaper closed it: the next read resumes */
 	double touched;	   /* when the cache entry was last confirmed */
 	bool tried_cache;  /* looked for the content in the cache */
+	off_t size;	   /* from the tar header of the transfer */
+	int dfd;	   /* spool file holding [dfrom, dend) of the file */
+	off_t dfrom, dend;
 	struct reader *prev, *next;
 };
 
+static int drain(struct reader *r, off_t max);
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *registry;
+static struct spool *drain_spool;
+
+void reader_set_spool(struct spool *s)
+{
+	drain_spool = s;
+}
 
 static ssize_t stream_source(void *ctx, const void **buf)
 {
@@ -67,6 +87,7 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 	r->ctr = *c;
 	r->last_used = now_mono();
 	r->idle_allow = 0;
+	r->dfd = -1;
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_lock(&registry_lock);
 	r->next = registry;
@@ -101,6 +122,8 @@ void reader_free(struct reader *r)
 		r->next->prev = r->prev;
 	pthread_mutex_unlock(&registry_lock);
 	close_transfer(r);
+	if (r->dfd >= 0)
+		close(r->dfd);
 	pthread_mutex_destroy(&r->lock);
 	free(r->ring);
 	free(r->path);
@@ -121,6 +144,10 @@ static int open_transfer(struct reader *r)
 	int ret;
 
 	close_transfer(r);
+	if (r->dfd >= 0) {
+		close(r->dfd);
+		r->dfd = -1;
+	}
 	r->pos = 0;
 	r->ring_len = 0;
 	r->ring_head = 0;
@@ -150,6 +177,7 @@ static int open_transfer(struct reader *r)
 		goto out_close;
 	}
 	meta_learn(r->m, &r->ctr, r->path, &te);
+	r->size = te.st.st_size;
 	return 0;
 out_close:
 	close_transfer(r);
@@ -267,7 +295,21 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 			done += k;
 			continue;
 		}
-		if (cur > r->pos && r->data_end)
+		if (r->dfd >= 0 && cur >= r->dfrom && cur < r->dend) {
+			off_t left = r->dend - cur;
+			ssize_t n;
+
+			k = left < (off_t)(size - done) ? (size_t)left
+							: size - done;
+			n = pread(r->dfd, buf + done, k, cur);
+			if (n <= 0) {
+				ret = n < 0 ? -errno : -EIO;
+				break;
+			}
+			done += (size_t)n;
+			continue;
+		}
+		if (cur >= r->pos && r->data_end)
 			break;
 		if (r->pos == 0 && !r->t && !r->data_end && !r->tried_cache &&
 		    from_cache(r))
@@ -331,7 +373,8 @@ void reader_reap(double idle)
 			continue;
 		if (r->idle_allow < idle)
 			r->idle_allow = idle;
-		if (r->t && now - r->last_used > r->idle_allow) {
+		if (r->t && now - r->last_used > r->idle_allow &&
+		    drain(r, DRAIN_IDLE) < 0 && r->t) {
 			log_dbg("'%s': transfer idle, closed at offset %lld",
 				r->path, (long long)r->pos);
 			close_transfer(r);
@@ -380,4 +423,67 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 	pthread_mutex_unlock(&r->lock);
 	reader_free(r);
 	return ret == 1 ? 0 : ret;
+}
+
+/*
+ * Reads the rest of an open transfer into a spool file, so that the GET
+ * ends (and frees the container) while the reader can go on from disk.
+ * Only for a rest of at most max bytes; 0, or -errno (then the transfer
+ * is closed and will be resumed with a new GET).
+ */
+static int drain(struct reader *r, off_t max)
+{
+	off_t from = r->pos;
+	int fd, st;
+
+	if (!drain_spool || r->size - r->pos > max)
+		return -EFBIG;
+	fd = spool_file(drain_spool);
+	if (fd < 0)
+		return fd;
+	while ((st = next_block(r)) == 0) {
+		ssize_t n = pwrite(fd, r->blk, r->blklen, r->pos);
+
+		if (n <= 0) {
+			st = n < 0 ? -errno : -EIO;
+			break;
+		}
+		ring_append(r, r->blk, (size_t)n);
+		r->blk += n;
+		r->blklen -= (size_t)n;
+		r->pos += n;
+	}
+	if (st != 1) {
+		close(fd);
+		close_transfer(r);
+		return st;
+	}
+	if (r->dfd >= 0)
+		close(r->dfd);
+	r->dfd = fd;
+	r->dfrom = from;
+	r->dend = r->pos;
+	log_dbg("'%s': drained %lld bytes to the spool", r->path,
+		(long long)(r->dend - from));
+	return 0;
+}
+
+void reader_preempt(const char *ctr_id)
+{
+	pthread_mutex_lock(&registry_lock);
+	for (struct reader *r = registry; r; r = r->next) {
+		/* a reader inside a read keeps its transfer flowing; one
+		 * between reads would hold the container until idle-closed */
+		if (strcmp(r->ctr.id, ctr_id) != 0 ||
+		    pthread_mutex_trylock(&r->lock) != 0)
+			continue;
+		if (r->t && drain(r, DRAIN_PREEMPT) < 0 && r->t) {
+			log_dbg("'%s': transfer closed at offset %lld for "
+				"another call on the container",
+				r->path, (long long)r->pos);
+			close_transfer(r);
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&registry_lock);
 }

@@ -21,6 +21,13 @@ struct ctr;
 struct engine;
 struct meta;
 struct reader;
+struct spool;
+
+/* Where transfers are drained to when they must end early: a reader whose
+ * GET has to let go of the container (another call needs it, or it sat
+ * idle) reads the rest of a file of moderate size into a spool file and
+ * goes on from there, instead of a new GET and a skip later. */
+void reader_set_spool(struct spool *s);
 
 /* Copies what it needs of c; path is the path inside the container. */
 int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
@@ -38,6 +45,10 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 /* True while a reader of the container has a transfer open: the engine
  * then makes every other archive call on that container wait. */
 bool reader_ctr_busy(const char *ctr_id);
+
+/* Closes the open transfers of readers of the container that are not in
+ * a read right now (see engine_set_preempt()). */
+void reader_preempt(const char *ctr_id);
 
 /* Closes the transfers of every reader idle for longer than idle seconds. */
 void reader_reap(double idle);

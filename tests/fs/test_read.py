@@ -279,3 +279,24 @@ def test_two_handles_on_one_file_interleaved(mount, container):
 
     bad = call_with_timeout(interleave, timeout=240)
     assert not bad, bad
+
+
+def test_two_files_of_one_container_read_alternately(mount, container):
+    """The engine runs one archive call per container at a time: reading two
+    files in turn (cmp, diff) must not stall on our own open GETs."""
+    c = container()
+    c.sh("head -c 20000000 /dev/urandom > /alt1; cp /alt1 /alt2; echo x >> /alt2")
+    m = mount()
+
+    def alternate():
+        chunks = 0
+        with open(m.p(c, "/alt1"), "rb") as f1, open(m.p(c, "/alt2"), "rb") as f2:
+            while True:
+                a, b = f1.read(131072), f2.read(131072)
+                chunks += 1
+                if len(a) < 131072:  # the last one: /alt2 has 2 bytes more
+                    return chunks, a + b"x\n" == b + f2.read()
+                assert a == b, f"chunk {chunks} differs"
+
+    chunks, same = call_with_timeout(alternate, timeout=120, what="alternate reads")
+    assert same and chunks == 153
