@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+struct cache_blob;
 
 struct node {
 	struct node *next;
@@ -21,8 +24,9 @@ struct node {
 	long snapshot;
 	double listed_at; /* now_mono() when the listing was last known whole */
 	long own_from, own_until; /* wall seconds of our own last change */
-	char *data;		  /* content of a small file, or NULL */
-	size_t datalen;
+	struct cache_blob *data;  /* where the content is, or NULL */
+	off_t dataoff;
+	off_t datalen;
 	long data_snapshot; /* wall-clock second its GET began */
 };
 
@@ -32,8 +36,8 @@ struct cache {
 	size_t nbuckets;
 	size_t count;
 	size_t max;
-	size_t data_bytes;
-	size_t data_budget;
+	off_t data_bytes;
+	off_t data_budget;
 };
 
 static uint64_t fnv1a(const char *s, size_t len)
@@ -77,9 +81,38 @@ struct cache *cache_new(size_t max_entries)
 	return c;
 }
 
+struct cache_blob {
+	int fd;
+	int refs; /* atomic */
+};
+
+struct cache_blob *cache_blob_new(int fd)
+{
+	struct cache_blob *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->fd = fd;
+	b->refs = 1;
+	return b;
+}
+
+void cache_blob_put(struct cache_blob *b)
+{
+	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		close(b->fd);
+		free(b);
+	}
+}
+
+int cache_blob_fd(const struct cache_blob *b)
+{
+	return b->fd;
+}
+
 static void node_free(struct node *n)
 {
-	free(n->data);
+	cache_blob_put(n->data);
 	free(n->key);
 	free(n->link);
 	free(n->names);
@@ -190,7 +223,7 @@ static void drop_listing(struct node *n)
 static void drop_data(struct cache *c, struct node *n)
 {
 	c->data_bytes -= n->datalen;
-	free(n->data);
+	cache_blob_put(n->data);
 	n->data = NULL;
 	n->datalen = 0;
 }
@@ -590,7 +623,7 @@ int cache_in_listing(struct cache *c, const char *ns, const char *path,
 	return ret;
 }
 
-void cache_set_data_budget(struct cache *c, size_t bytes)
+void cache_set_data_budget(struct cache *c, off_t bytes)
 {
 	pthread_mutex_lock(&c->lock);
 	c->data_budget = bytes;
@@ -598,43 +631,41 @@ void cache_set_data_budget(struct cache *c, size_t bytes)
 }
 
 bool cache_set_data(struct cache *c, const char *ns, const char *path,
-		    const void *data, size_t len, long snapshot)
+		    struct cache_blob *b, off_t off, off_t len, long snapshot)
 {
 	struct node *n;
 	bool ok = false;
 
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
-	if (n && S_ISREG(n->attr.st.st_mode) &&
-	    (off_t)len == n->attr.st.st_size &&
+	if (n && S_ISREG(n->attr.st.st_mode) && len == n->attr.st.st_size &&
 	    c->data_bytes - n->datalen + len <= c->data_budget) {
-		char *copy = malloc(len ? len : 1);
-
-		if (copy) {
-			memcpy(copy, data, len);
-			drop_data(c, n);
-			n->data = copy;
-			n->datalen = len;
-			n->data_snapshot = snapshot;
-			c->data_bytes += len;
-			ok = true;
-		}
+		drop_data(c, n);
+		__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
+		n->data = b;
+		n->dataoff = off;
+		n->datalen = len;
+		n->data_snapshot = snapshot;
+		c->data_bytes += len;
+		ok = true;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ok;
 }
 
-long cache_get_data(struct cache *c, const char *ns, const char *path,
-		    void *buf, size_t buflen)
+int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
+		   off_t *off, off_t *len)
 {
 	struct node *n;
-	long ret = -1;
+	int ret = -1;
 
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
-	if (n && n->data && n->datalen <= buflen) {
-		memcpy(buf, n->data, n->datalen);
-		ret = (long)n->datalen;
+	if (n && n->data) {
+		*fd = dup(n->data->fd);
+		*off = n->dataoff;
+		*len = n->datalen;
+		ret = *fd >= 0 ? 0 : -1;
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;

@@ -90,17 +90,32 @@ int cache_in_listing(struct cache *c, const char *ns, const char *path,
 		     double fresh_after);
 
 /*
- * The content of a small file, learned with its attributes from a tar
- * whose GET began at wall-clock second snapshot: kept while the attributes
- * stay the same (by the rule listings follow), within a total budget.
- * cache_set_data returns false when the budget is spent.
- * cache_get_data copies it into buf and returns its length, or -1.
+ * File contents learned from a tar (a directory GET carries them anyway)
+ * live in a spool file, a blob, shared by the entries whose content is in
+ * it and closed when the last lets go. cache_blob_new() takes fd and hands
+ * the caller one reference, dropped with cache_blob_put().
+ */
+struct cache_blob;
+struct cache_blob *cache_blob_new(int fd);
+void cache_blob_put(struct cache_blob *b);
+int cache_blob_fd(const struct cache_blob *b);
+
+/*
+ * Records that path's content, learned from a tar whose GET began at
+ * wall-clock second snapshot, lies at [off, off + len) of blob b. It is
+ * kept while the attributes stay the same (by the rule listings follow)
+ * and while the total stays within the budget; false when it is spent.
  */
 bool cache_set_data(struct cache *c, const char *ns, const char *path,
-		    const void *data, size_t len, long snapshot);
-long cache_get_data(struct cache *c, const char *ns, const char *path,
-		    void *buf, size_t buflen);
-void cache_set_data_budget(struct cache *c, size_t bytes);
+		    struct cache_blob *b, off_t off, off_t len, long snapshot);
+
+/* 0 with a new descriptor of the blob (close it) and where the content
+ * lies in it, or -1 when it is not known. */
+int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
+		   off_t *off, off_t *len);
+
+/* Total bytes of content kept (on disk). */
+void cache_set_data_budget(struct cache *c, off_t bytes);
 
 /* Forgets everything of a namespace (a container that went away). */
 void cache_drop_ns(struct cache *c, const char *ns);

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #define CACHE_MAX_ENTRIES 100000
-/* bytes of small files' content kept from listings */
-#define CACHE_DATA_BUDGET (8 * 1024 * 1024)
+/* bytes of file content kept (in the spool) from listings */
+#define CACHE_DATA_BUDGET ((off_t)1 << 30)
 
 struct fs {
 	struct engine *e;
@@ -941,10 +941,10 @@ void fs_lib_help(void)
 static void fs_teardown(struct fs *fs)
 {
 	writer_free(fs->writer);
-	spool_free(fs->spool);
 	ctr_table_free(fs->ctrs);
 	meta_free(fs->meta);
 	cache_free(fs->cache);
+	spool_free(fs->spool);
 	pthread_mutex_destroy(&fs->stop_lock);
 	pthread_cond_destroy(&fs->stop_cond);
 }
@@ -964,21 +964,21 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	pthread_mutex_init(&fs.stop_lock, NULL);
 	pthread_cond_init(&fs.stop_cond, NULL);
-	fs.cache = cache_new(CACHE_MAX_ENTRIES);
-	if (fs.cache)
-		cache_set_data_budget(fs.cache, CACHE_DATA_BUDGET);
-	fs.meta =
-	    fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout, reader_ctr_busy)
-		     : NULL;
-	fs.ctrs =
-	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
-	if (!fs.cache || !fs.meta || !fs.ctrs)
-		goto out_teardown;
 	if (spool_new(NULL, &fs.spool) < 0) {
 		log_err("cannot create the spool directory: %s",
 			strerror(errno));
 		goto out_teardown;
 	}
+	fs.cache = cache_new(CACHE_MAX_ENTRIES);
+	if (fs.cache)
+		cache_set_data_budget(fs.cache, CACHE_DATA_BUDGET);
+	fs.meta = fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout,
+				      reader_ctr_busy, fs.spool)
+			   : NULL;
+	fs.ctrs =
+	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
+	if (!fs.cache || !fs.meta || !fs.ctrs)
+		goto out_teardown;
 	log_dbg("spool: %s", spool_dir(fs.spool));
 	engine_set_preempt(e, reader_preempt);
 	reader_set_spool(fs.spool);

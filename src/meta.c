@@ -6,6 +6,7 @@
 #include "log.h"
 #include "pathmap.h"
 #include "pathstat.h"
+#include "spool.h"
 #include "tarstream.h"
 
 #include <errno.h>
@@ -15,19 +16,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Files up to this size have their content kept from a listing's tar. */
-#define PREFETCH_MAX (64 * 1024)
+#define PREFETCH_MAX ((off_t)64 << 20)
 
 struct meta {
 	struct engine *e;
 	struct cache *c;
 	double ttl;
 	meta_busy_fn busy;
+	struct spool *spool;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
-		      meta_busy_fn busy)
+		      meta_busy_fn busy, struct spool *spool)
 {
 	struct meta *m = calloc(1, sizeof(*m));
 
@@ -37,6 +40,7 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 	m->c = c;
 	m->ttl = ttl;
 	m->busy = busy;
+	m->spool = spool;
 	return m;
 }
 
@@ -128,10 +132,10 @@ void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
 				  (long)time(NULL) + 1, now_mono());
 }
 
-long meta_content(struct meta *m, const struct ctr *c, const char *path,
-		  void *buf, size_t buflen)
+int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
+		 off_t *off, off_t *len)
 {
-	return cache_get_data(m->c, c->id, path, buf, buflen);
+	return cache_get_data(m->c, c->id, path, fd, off, len);
 }
 
 void meta_update(struct meta *m, struct ctr *c, const char *path,
@@ -293,8 +297,9 @@ struct loader {
 	long snapshot;
 	bool shallow; /* the cache is nearly full: only depth one */
 	struct tarstream *t;
-	char *data;   /* PREFETCH_MAX bytes for small files' content */
-	bool no_data; /* the content budget is spent */
+	struct cache_blob *blob; /* the spool file contents go to */
+	off_t blob_off;		 /* where the next content goes in it */
+	bool no_data;		 /* the budget (or the disk) is spent */
 	struct frame *stack;
 	size_t depth, maxdepth;
 	char **links; /* hard links: pairs (path, target path) */
@@ -437,15 +442,27 @@ static void fix_hardlinks(struct loader *l)
 	free(l->links);
 }
 
-/* Keeps the content of a small file that the listing's tar carries anyway,
- * so that reading it later needs no GET of its own. */
+/* Keeps a file's content, which the listing's tar carries anyway, in a
+ * spool file, so that reading the file later needs no GET of its own. */
 static int prefetch(struct loader *l, const char *path, off_t size)
 {
-	size_t got = 0;
+	off_t got = 0, base;
 
-	if (l->no_data || !l->data)
+	if (l->no_data)
 		return 0;
-	while (got <= (size_t)size) {
+	if (!l->blob) {
+		int fd = l->m->spool ? spool_file(l->m->spool) : -1;
+
+		l->blob = fd >= 0 ? cache_blob_new(fd) : NULL;
+		if (!l->blob) {
+			if (fd >= 0)
+				close(fd);
+			l->no_data = true;
+			return 0;
+		}
+	}
+	base = l->blob_off;
+	while (got <= size) {
 		const void *b;
 		off_t off;
 		ssize_t n = tarstream_data(l->t, &b, &off);
@@ -454,13 +471,20 @@ static int prefetch(struct loader *l, const char *path, off_t size)
 			return (int)n;
 		if (n == 0)
 			break;
-		if (off != (off_t)got || got + (size_t)n > (size_t)size)
+		if (off != got || got + n > size)
 			return 0; /* not plain data: leave it */
-		memcpy(l->data + got, b, (size_t)n);
-		got += (size_t)n;
+		if (pwrite(cache_blob_fd(l->blob), b, (size_t)n, base + got) !=
+		    n) {
+			l->no_data = true; /* the spool is full: stop */
+			return 0;
+		}
+		got += n;
 	}
-	if (got == (size_t)size &&
-	    !cache_set_data(l->m->c, l->c->id, path, l->data, got, l->snapshot))
+	if (got != size)
+		return 0;
+	l->blob_off += size;
+	if (!cache_set_data(l->m->c, l->c->id, path, l->blob, base, size,
+			    l->snapshot))
 		l->no_data = true;
 	return 0;
 }
@@ -543,7 +567,6 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 	if (ret < 0)
 		goto out_stream;
 	l.t = t;
-	l.data = malloc(PREFETCH_MAX);
 	while ((ret = tarstream_next(t, &te)) == 0) {
 		entries++;
 		ret = load_entry(&l, &te);
@@ -559,7 +582,7 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 	while (l.depth > 0)
 		frame_pop(&l, ret == 1 && (!l.shallow || l.depth == 1));
 	free(l.stack);
-	free(l.data);
+	cache_blob_put(l.blob);
 	fix_hardlinks(&l);
 	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
 		entries, (now_mono() - t0) * 1e3,

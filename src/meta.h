@@ -19,14 +19,17 @@ struct engine;
 struct tar_entry;
 
 struct meta;
+struct spool;
 
 /* Tells whether the engine is busy with a transfer of ours on a container:
  * every archive call on it then waits until that transfer ends, so stale
  * cached metadata is served instead of a HEAD that would block. */
 typedef bool (*meta_busy_fn)(const char *ctr_id);
 
+/* spool: where file contents that ride along with listings are kept
+ * (NULL: not kept). */
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
-		      meta_busy_fn busy);
+		      meta_busy_fn busy, struct spool *spool);
 void meta_free(struct meta *m);
 
 /* Attributes of path in container c: 0 or -errno (logged unless ENOENT).
@@ -52,10 +55,11 @@ void meta_touch(struct meta *m, struct ctr *c, const char *path);
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st, long since);
 
-/* The content of a small file kept from a listing (see cache_get_data):
- * its length, or -1. Valid for the attributes meta_getattr() gives. */
-long meta_content(struct meta *m, const struct ctr *c, const char *path,
-		  void *buf, size_t buflen);
+/* Where a file's content kept from a listing lies (see cache_get_data):
+ * 0 and a descriptor to close, or -1. Valid for the attributes
+ * meta_getattr() gives. */
+int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
+		 off_t *off, off_t *len);
 
 /* Records that path exists now (made by a rename or a link), its
  * attributes to be asked. */

@@ -46,8 +46,9 @@ struct reader {
 	double touched;	   /* when the cache entry was last confirmed */
 	bool tried_cache;  /* looked for the content in the cache */
 	off_t size;	   /* from the tar header of the transfer */
-	int dfd;	   /* spool file holding [dfrom, dend) of the file */
-	off_t dfrom, dend;
+	int dfd;	   /* spool file holding [dfrom, dend) of the file, */
+	off_t dfrom, dend; /* byte X of the file at dbase + X in it */
+	off_t dbase;
 	struct reader *prev, *next;
 };
 
@@ -259,18 +260,24 @@ static int next_block(struct reader *r)
 	return 0;
 }
 
-/* Takes a small file's whole content from the metadata cache, where a
- * directory listing left it: the ring then holds the file. */
+/* Takes the file's content from where a directory listing left it in the
+ * spool: no GET at all. */
 static bool from_cache(struct reader *r)
 {
-	long n = meta_content(r->m, &r->ctr, r->path, r->ring, RING);
+	off_t off, len;
+	int fd;
 
 	r->tried_cache = true;
-	if (n < 0)
+	if (meta_content(r->m, &r->ctr, r->path, &fd, &off, &len) < 0)
 		return false;
-	r->ring_len = (size_t)n;
-	r->ring_head = (size_t)n % RING;
-	r->pos = n;
+	if (r->dfd >= 0)
+		close(r->dfd);
+	r->dfd = fd;
+	r->dbase = off;
+	r->dfrom = 0;
+	r->dend = len;
+	r->pos = len;
+	r->ring_len = 0;
 	r->data_end = true;
 	return true;
 }
@@ -301,7 +308,7 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 
 			k = left < (off_t)(size - done) ? (size_t)left
 							: size - done;
-			n = pread(r->dfd, buf + done, k, cur);
+			n = pread(r->dfd, buf + done, k, r->dbase + cur);
 			if (n <= 0) {
 				ret = n < 0 ? -errno : -EIO;
 				break;
@@ -461,6 +468,7 @@ static int drain(struct reader *r, off_t max)
 	if (r->dfd >= 0)
 		close(r->dfd);
 	r->dfd = fd;
+	r->dbase = 0;
 	r->dfrom = from;
 	r->dend = r->pos;
 	log_dbg("'%s': drained %lld bytes to the spool", r->path,
