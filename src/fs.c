@@ -873,6 +873,10 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	struct fs *fs = fuse_get_context()->private_data;
 
+	/* 1 MiB writes: a quarter of the requests, and of their cost,
+	 * when a big file is copied in */
+	if (conn->max_write < 1024 * 1024)
+		conn->max_write = 1024 * 1024;
 	cfg->entry_timeout = fs->cfg.attr_timeout;
 	cfg->attr_timeout = fs->cfg.attr_timeout;
 	cfg->negative_timeout = 0;
