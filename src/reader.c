@@ -76,10 +76,7 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 	if (!r)
 		return -ENOMEM;
 	r->path = strdup(path);
-	r->ring = malloc(RING);
-	if (!r->path || !r->ring) {
-		free(r->path);
-		free(r->ring);
+	if (!r->path) {
 		free(r);
 		return -ENOMEM;
 	}
@@ -187,6 +184,9 @@ out_close:
 
 static void ring_append(struct reader *r, const char *p, size_t n)
 {
+	/* made on first use: files served from the spool never need it */
+	if (!r->ring && !(r->ring = malloc(RING)))
+		return; /* no history: a read behind pos restarts instead */
 	if (n >= RING) {
 		p += n - RING;
 		n = RING;
