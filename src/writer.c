@@ -34,6 +34,7 @@ struct wfile {
 	bool in_container; /* exists there under path */
 	bool unlinked;
 	bool failed;  /* the last commit failed and close said so */
+	bool closing; /* a thread dropped the last reference and tears down */
 	bool pending; /* write-back: closed, to be committed at due */
 	double due;
 	int attempts; /* write-back commits that failed */
@@ -536,6 +537,12 @@ void wfile_put(struct wfile *f)
 
 	pthread_mutex_lock(&w->lock);
 	last = --f->refs == 0;
+	if (last && f->closing) {
+		/* revived and dropped while another thread closes it: that
+		 * thread frees it */
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
 	if (last && w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
 	    f->attempts < 3) {
 		f->pending = true;
@@ -544,6 +551,8 @@ void wfile_put(struct wfile *f)
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
+	if (last)
+		f->closing = true;
 	pthread_mutex_unlock(&w->lock);
 	if (!last)
 		return;
@@ -554,7 +563,8 @@ void wfile_put(struct wfile *f)
 	else if (!f->failed)	 /* a failed close was told already */
 		wfile_commit(f); /* failures are logged; nobody is left */
 	pthread_mutex_lock(&w->lock);
-	if (f->refs > 0) { /* reopened meanwhile */
+	if (f->refs > 0) { /* reopened meanwhile: its last put frees it */
+		f->closing = false;
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
