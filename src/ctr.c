@@ -266,6 +266,20 @@ int ctr_names(struct ctr_table *t, char **names, size_t *count)
 	return 0;
 }
 
+/* Appends a mount point to a packed list of NUL-terminated strings. */
+static void add_mount(char **buf, size_t *bytes, size_t *n, const char *dst)
+{
+	size_t l = strlen(dst) + 1;
+	char *nb = realloc(*buf, *bytes + l);
+
+	if (!nb)
+		return; /* the list stays as it was */
+	memcpy(nb + *bytes, dst, l);
+	*buf = nb;
+	*bytes += l;
+	(*n)++;
+}
+
 /* Collects the container's tmpfs mount points from GET /containers/{id}/json
  * (HostConfig.Tmpfs and Mounts of type tmpfs). */
 static int inspect(struct ctr_table *t, struct ctr_priv *p)
@@ -287,24 +301,13 @@ static int inspect(struct ctr_table *t, struct ctr_priv *p)
 		return ret;
 	if (!root)
 		return -EIO;
-#define ADD_MOUNT(dst)                                                         \
-	do {                                                                   \
-		size_t l_ = strlen(dst) + 1;                                   \
-		char *nb_ = realloc(buf, bytes + l_);                          \
-		if (nb_) {                                                     \
-			buf = nb_;                                             \
-			memcpy(buf + bytes, dst, l_);                          \
-			bytes += l_;                                           \
-			n++;                                                   \
-		}                                                              \
-	} while (0)
 	if (json_object_object_get_ex(root, "HostConfig", &hc) &&
 	    json_object_object_get_ex(hc, "Tmpfs", &tmpfs) &&
 	    json_object_is_type(tmpfs, json_type_object)) {
 		json_object_object_foreach(tmpfs, key, val)
 		{
 			(void)val;
-			ADD_MOUNT(key);
+			add_mount(&buf, &bytes, &n, key);
 		}
 	}
 	if (json_object_object_get_ex(root, "Mounts", &mounts) &&
@@ -316,10 +319,10 @@ static int inspect(struct ctr_table *t, struct ctr_priv *p)
 			if (json_object_object_get_ex(m, "Type", &type) &&
 			    json_object_object_get_ex(m, "Destination", &dst) &&
 			    strcmp(json_object_get_string(type), "tmpfs") == 0)
-				ADD_MOUNT(json_object_get_string(dst));
+				add_mount(&buf, &bytes, &n,
+					  json_object_get_string(dst));
 		}
 	}
-#undef ADD_MOUNT
 	json_object_put(root);
 	pthread_mutex_lock(&t->lock);
 	if (!p->inspected) {

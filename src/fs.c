@@ -374,17 +374,15 @@ static int ctrfs_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-/* The open file of path or of fi, referenced, or NULL. */
+/* The file being written that a change applies to, referenced, or NULL:
+ * the handle's own (even if its name is gone), else the one open by path. */
 static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
 				struct fuse_file_info *fi)
 {
 	struct handle *h = fi ? handle_of(fi) : NULL;
 
-	if (h && h->w) {
-		struct wfile *w = writer_find(fs->writer, c->id, inner);
-
-		return w ? w : NULL;
-	}
+	if (h && h->w)
+		return wfile_get(h->w);
 	return writer_find(fs->writer, c->id, inner);
 }
 
@@ -460,7 +458,8 @@ static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
 	return ret;
 }
 
-static int ctrfs_mkdir(const char *path, mode_t mode)
+/* Makes a data-less entry (a directory, a symlink) owned by the caller. */
+static int create_entry(const char *path, mode_t mode, const char *symlink)
 {
 	struct fs *fs = fs_get();
 	const char *inner;
@@ -470,26 +469,20 @@ static int ctrfs_mkdir(const char *path, mode_t mode)
 
 	if (ret < 0)
 		return ret;
-	caller_stat(&st, S_IFDIR | (mode & 07777));
-	ret = put_entry(fs, c, inner, &st, NULL);
+	caller_stat(&st, mode);
+	ret = put_entry(fs, c, inner, &st, symlink);
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
 
+static int ctrfs_mkdir(const char *path, mode_t mode)
+{
+	return create_entry(path, S_IFDIR | (mode & 07777), NULL);
+}
+
 static int ctrfs_symlink(const char *target, const char *path)
 {
-	struct fs *fs = fs_get();
-	const char *inner;
-	struct stat st;
-	struct ctr *c;
-	int ret = resolve_change(fs, path, &c, &inner);
-
-	if (ret < 0)
-		return ret;
-	caller_stat(&st, S_IFLNK | 0777);
-	ret = put_entry(fs, c, inner, &st, target);
-	ctr_put(fs->ctrs, c);
-	return ret;
+	return create_entry(path, S_IFLNK | 0777, target);
 }
 
 /* The longest common directory of two absolute paths. */

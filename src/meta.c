@@ -97,11 +97,22 @@ static bool stale(struct meta *m, struct ctr *c, double validated)
 	return !(m->busy && m->busy(c->id));
 }
 
-void meta_committed(struct meta *m, struct ctr *c, const char *path,
-		    const struct stat *st, long since)
+/* ctrfs changed an entry of path's directory in a change that began at
+ * wall-clock second since (see cache_dir_changed()). */
+static void parent_changed(struct meta *m, struct ctr *c, const char *path,
+			   long since)
 {
 	char parent[PATH_MAX];
 
+	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
+	    strcmp(parent, path) != 0)
+		cache_dir_changed(m->c, c->id, parent, since - 1,
+				  (long)time(NULL) + 1, now_mono());
+}
+
+void meta_committed(struct meta *m, struct ctr *c, const char *path,
+		    const struct stat *st, long since)
+{
 	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
 		struct cache_attr a = {
@@ -114,22 +125,14 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
 					  (long)time(NULL));
 	}
-	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
-	    strcmp(parent, path) != 0)
-		cache_dir_changed(m->c, c->id, parent, since - 1,
-				  (long)time(NULL) + 1, now_mono());
+	parent_changed(m, c, path, since);
 }
 
 void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
 {
-	char parent[PATH_MAX];
-
 	cache_forget(m->c, c->id, path, true);
 	cache_listing_add(m->c, c->id, path);
-	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
-	    strcmp(parent, path) != 0)
-		cache_dir_changed(m->c, c->id, parent, since - 1,
-				  (long)time(NULL) + 1, now_mono());
+	parent_changed(m, c, path, since);
 }
 
 int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,

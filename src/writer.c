@@ -192,6 +192,14 @@ static void touch_mtime(struct wfile *f)
 		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
 }
 
+struct wfile *wfile_get(struct wfile *f)
+{
+	pthread_mutex_lock(&f->w->lock);
+	f->refs++;
+	pthread_mutex_unlock(&f->w->lock);
+	return f;
+}
+
 ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 {
 	ssize_t n;

@@ -57,6 +57,9 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 struct wfile *writer_find(struct writer *w, const char *ctr_id,
 			  const char *path);
 
+/* Another reference to f, for wfile_put(). */
+struct wfile *wfile_get(struct wfile *f);
+
 ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off);
 ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off);
 void wfile_stat(struct wfile *f, struct stat *st);

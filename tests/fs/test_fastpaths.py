@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Fast paths, checked by what reaches the engine (the -d log counts every
+call): file contents riding along with a listing, and opt-in write-back."""
+
+import os
+import re
+
+from conftest import call_with_timeout, host_tree, read_file, run_tool, tar_tree, tree_diff, wait_for
+
+
+def engine_log(m):
+    with open(m.log, errors="replace") as f:
+        return f.read()
+
+
+def test_listing_feeds_reads(mount, container):
+    """One directory GET carries every file of the tree: reading them after
+    the listing makes no GET of its own."""
+    c = container()
+    c.sh('mkdir -p /feed/a /feed/b; i=0; while [ $i -lt 30 ]; do '
+         'head -c $((i * 997 + 1)) /dev/urandom > /feed/a/f$i; '
+         'head -c 70000 /dev/urandom > /feed/b/g$i; i=$((i+1)); done')
+    m = mount("-d")
+    want = tar_tree(c, "/feed")
+    got = call_with_timeout(host_tree, m.p(c, "/feed"))  # lists, then reads every file
+    assert not tree_diff(got, want, keys=("type", "size", "sha256"))
+    gets = re.findall(r"engine: GET [0-9a-f]+:(/feed\S*)", engine_log(m))
+    assert gets and all(p == "/feed" for p in gets), f"GETs beyond the listing: {gets}"
+
+
+def test_writeback_batches_closed_files(mount, container, tmp_path):
+    """-o writeback: closed files of a container share PUTs, and all land."""
+    c = container()
+    src = tmp_path / "src"
+    for d in range(3):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(20):
+            (src / f"d{d}" / f"f{i}").write_bytes(os.urandom(100 + i))
+    m = mount("-d", "-o", "writeback=0.3")
+    run_tool("cp", "-r", src, m.p(c, "/wb"))
+    want = host_tree(str(src))
+    assert wait_for(lambda: not tree_diff(tar_tree(c, "/wb"), want, keys=("type", "size", "sha256")),
+                    timeout=30), tree_diff(tar_tree(c, "/wb"), want, keys=("type", "size", "sha256"))
+    puts = engine_log(m).count("engine: PUT")
+    # 4 mkdirs and a few batches; one PUT per file would be 64
+    assert puts <= 15, f"{puts} PUTs for 60 files and 4 directories"
+
+
+def test_writeback_pending_file_is_visible_and_lands(mount, container):
+    c = container()
+    m = mount("-o", "writeback=2")
+    path = m.p(c, "/tmp/pending")
+    with open(path, "wb") as f:
+        f.write(b"not yet in the container\n")
+    # served from the spool while it waits
+    assert os.stat(path).st_size == 25
+    assert call_with_timeout(read_file, path) == b"not yet in the container\n"
+    assert wait_for(lambda: c.exec("cat", "/tmp/pending", check=False) == b"not yet in the container\n",
+                    timeout=30)
