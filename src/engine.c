@@ -19,6 +19,12 @@
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
 
+/* Idle objects kept for the next call, under the engine's pool_lock. */
+struct pool {
+	void *item[POOL_MAX];
+	int n, max;
+};
+
 struct engine {
 	char *url;	 /* as given, for messages */
 	char *base;	 /* "http://localhost" or "http://host:port" */
@@ -28,12 +34,10 @@ struct engine {
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 	pthread_mutex_t pool_lock;
-	CURL *easy_pool[POOL_MAX];
-	int n_easy;
-	char *buf_pool[POOL_MAX];
-	int n_buf;
-	bool down;   /* the last attempt failed to reach the engine */
-	bool podman; /* the ping said Libpod-Api-Version */
+	struct pool easy_pool; /* idle easy handles, with their connection */
+	struct pool buf_pool;  /* stream buffers */
+	bool down;	       /* the last attempt failed to reach the engine */
+	bool podman;	       /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt; /* frees a container for our next call */
 	bool tls;
 	bool tls_verify;
@@ -135,6 +139,8 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&e->share_locks[i], NULL);
 	pthread_mutex_init(&e->pool_lock, NULL);
+	e->easy_pool.max = POOL_MAX;
+	e->buf_pool.max = POOL_MAX;
 	e->share = curl_share_init();
 	if (!e->share) {
 		ret = -ENOMEM;
@@ -162,10 +168,10 @@ void engine_free(struct engine *e)
 {
 	if (!e)
 		return;
-	for (int i = 0; i < e->n_easy; i++)
-		curl_easy_cleanup(e->easy_pool[i]);
-	for (int i = 0; i < e->n_buf; i++)
-		free(e->buf_pool[i]);
+	for (int i = 0; i < e->easy_pool.n; i++)
+		curl_easy_cleanup(e->easy_pool.item[i]);
+	for (int i = 0; i < e->buf_pool.n; i++)
+		free(e->buf_pool.item[i]);
 	curl_share_cleanup(e->share);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&e->share_locks[i]);
@@ -189,16 +195,35 @@ bool engine_is_podman(const struct engine *e)
 	return e->podman;
 }
 
+static void *pool_take(struct engine *e, struct pool *p)
+{
+	void *x = NULL;
+
+	pthread_mutex_lock(&e->pool_lock);
+	if (p->n > 0)
+		x = p->item[--p->n];
+	pthread_mutex_unlock(&e->pool_lock);
+	return x;
+}
+
+/* Keeps x for later; returns it when the pool is full. */
+static void *pool_give(struct engine *e, struct pool *p, void *x)
+{
+	pthread_mutex_lock(&e->pool_lock);
+	if (p->n < p->max) {
+		p->item[p->n++] = x;
+		x = NULL;
+	}
+	pthread_mutex_unlock(&e->pool_lock);
+	return x;
+}
+
 /* Takes an easy handle from the pool (keeping its live connection) or
  * makes one, and sets the options common to every call. */
 static CURL *easy_get(struct engine *e)
 {
-	CURL *h = NULL;
+	CURL *h = pool_take(e, &e->easy_pool);
 
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_easy > 0)
-		h = e->easy_pool[--e->n_easy];
-	pthread_mutex_unlock(&e->pool_lock);
 	if (h)
 		curl_easy_reset(h);
 	else
@@ -229,36 +254,21 @@ static CURL *easy_get(struct engine *e)
 
 static void easy_put(struct engine *e, CURL *h)
 {
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_easy < POOL_MAX) {
-		e->easy_pool[e->n_easy++] = h;
-		h = NULL;
-	}
-	pthread_mutex_unlock(&e->pool_lock);
+	h = pool_give(e, &e->easy_pool, h);
 	if (h)
 		curl_easy_cleanup(h);
 }
 
 static char *buf_get(struct engine *e)
 {
-	char *b = NULL;
+	char *b = pool_take(e, &e->buf_pool);
 
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_buf > 0)
-		b = e->buf_pool[--e->n_buf];
-	pthread_mutex_unlock(&e->pool_lock);
 	return b ? b : malloc(STREAM_BUFSIZE);
 }
 
 static void buf_put(struct engine *e, char *b)
 {
-	pthread_mutex_lock(&e->pool_lock);
-	if (e->n_buf < POOL_MAX) {
-		e->buf_pool[e->n_buf++] = b;
-		b = NULL;
-	}
-	pthread_mutex_unlock(&e->pool_lock);
-	free(b);
+	free(pool_give(e, &e->buf_pool, b));
 }
 
 /* The one place where a transport failure becomes an errno. */

@@ -20,10 +20,6 @@
 #define DRAIN_PREEMPT ((off_t)1 << 30)
 #define DRAIN_IDLE    ((off_t)64 << 20)
 #define IDLE_MAX      30.0 /* seconds: the longest a container stays locked */
-/* the most a transfer is drained to disk rather than closed: when another
- * call needs the container, and when it sat idle */
-#define DRAIN_PREEMPT ((off_t)1 << 30)
-#define DRAIN_IDLE    ((off_t)64 << 20)
 
 struct reader {
 	pthread_mutex_t lock;
@@ -119,6 +115,9 @@ void reader_free(struct reader *r)
 	if (r->next)
 		r->next->prev = r->prev;
 	pthread_mutex_unlock(&registry_lock);
+	/* a drain by the reaper or a preempt may still hold it */
+	pthread_mutex_lock(&r->lock);
+	pthread_mutex_unlock(&r->lock);
 	close_transfer(r);
 	if (r->dfd >= 0)
 		close(r->dfd);
@@ -370,18 +369,52 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 	return ret < 0 ? ret : (ssize_t)done;
 }
 
-void reader_reap(double idle)
+static bool idle_transfer(struct reader *r, const void *arg)
 {
-	double now = now_mono();
+	double idle = *(const double *)arg;
+
+	if (r->idle_allow < idle)
+		r->idle_allow = idle;
+	return r->t && now_mono() - r->last_used > r->idle_allow;
+}
+
+static bool ctr_transfer(struct reader *r, const void *arg)
+{
+	return r->t && strcmp(r->ctr.id, arg) == 0;
+}
+
+/*
+ * Finds a reader between reads (a reader inside a read keeps its transfer
+ * flowing) that match() picks, and returns it locked.  The registry lock
+ * is not held on return: draining a transfer may take seconds, and
+ * getattr (reader_ctr_busy) must not wait for it.  reader_free() waits
+ * for the reader's lock, so the reader stays valid until it is unlocked.
+ */
+static struct reader *pick(bool (*match)(struct reader *, const void *),
+			   const void *arg)
+{
+	struct reader *found = NULL;
 
 	pthread_mutex_lock(&registry_lock);
-	for (struct reader *r = registry; r; r = r->next) {
+	for (struct reader *r = registry; r && !found; r = r->next) {
 		if (pthread_mutex_trylock(&r->lock) != 0)
 			continue;
-		if (r->idle_allow < idle)
-			r->idle_allow = idle;
-		if (r->t && now - r->last_used > r->idle_allow &&
-		    drain(r, DRAIN_IDLE) < 0 && r->t) {
+		if (match(r, arg))
+			found = r;
+		else
+			pthread_mutex_unlock(&r->lock);
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return found;
+}
+
+void reader_reap(double idle)
+{
+	struct reader *r;
+
+	/* each pick ends its reader's transfer: the loop ends */
+	while ((r = pick(idle_transfer, &idle))) {
+		if (drain(r, DRAIN_IDLE) < 0 && r->t) {
 			log_dbg("'%s': transfer idle, closed at offset %lld",
 				r->path, (long long)r->pos);
 			close_transfer(r);
@@ -389,7 +422,6 @@ void reader_reap(double idle)
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
-	pthread_mutex_unlock(&registry_lock);
 }
 
 bool reader_ctr_busy(const char *ctr_id)
@@ -403,6 +435,26 @@ bool reader_ctr_busy(const char *ctr_id)
 	return busy;
 }
 
+/* Writes the rest of the transfer to fd, each byte at its offset in the
+ * file; 0 once the whole file is there, or -errno. */
+static int copy_rest(struct reader *r, int fd, bool keep_ring)
+{
+	int st;
+
+	while ((st = next_block(r)) == 0) {
+		ssize_t n = pwrite(fd, r->blk, r->blklen, r->pos);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		if (keep_ring)
+			ring_append(r, r->blk, (size_t)n);
+		r->blk += n;
+		r->blklen -= (size_t)n;
+		r->pos += n;
+	}
+	return st == 1 ? 0 : st;
+}
+
 int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd)
 {
@@ -413,23 +465,14 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		return ret;
 	pthread_mutex_lock(&r->lock);
 	ret = open_transfer(r);
-	while (ret == 0 && (ret = next_block(r)) == 0) {
-		ssize_t n = pwrite(fd, r->blk, r->blklen, r->pos);
-
-		if (n < 0) {
-			ret = -errno;
-			log_err("cannot copy '%s' of container '%s' to the "
-				"spool: %s",
-				path, c->name, strerror(errno));
-			break;
-		}
-		r->pos += n;
-		r->blk += n;
-		r->blklen -= (size_t)n;
-	}
+	if (ret == 0)
+		ret = copy_rest(r, fd, false);
+	if (ret < 0 && r->t) /* next_block() has said why it failed */
+		log_err("cannot copy '%s' of container '%s' to the spool: %s",
+			path, c->name, strerror(-ret));
 	pthread_mutex_unlock(&r->lock);
 	reader_free(r);
-	return ret == 1 ? 0 : ret;
+	return ret;
 }
 
 /*
@@ -448,19 +491,8 @@ static int drain(struct reader *r, off_t max)
 	fd = spool_file(drain_spool);
 	if (fd < 0)
 		return fd;
-	while ((st = next_block(r)) == 0) {
-		ssize_t n = pwrite(fd, r->blk, r->blklen, r->pos);
-
-		if (n <= 0) {
-			st = n < 0 ? -errno : -EIO;
-			break;
-		}
-		ring_append(r, r->blk, (size_t)n);
-		r->blk += n;
-		r->blklen -= (size_t)n;
-		r->pos += n;
-	}
-	if (st != 1) {
+	st = copy_rest(r, fd, true);
+	if (st < 0) {
 		close(fd);
 		close_transfer(r);
 		return st;
@@ -478,14 +510,12 @@ static int drain(struct reader *r, off_t max)
 
 void reader_preempt(const char *ctr_id)
 {
-	pthread_mutex_lock(&registry_lock);
-	for (struct reader *r = registry; r; r = r->next) {
-		/* a reader inside a read keeps its transfer flowing; one
-		 * between reads would hold the container until idle-closed */
-		if (strcmp(r->ctr.id, ctr_id) != 0 ||
-		    pthread_mutex_trylock(&r->lock) != 0)
-			continue;
-		if (r->t && drain(r, DRAIN_PREEMPT) < 0 && r->t) {
+	struct reader *r;
+
+	/* a reader between reads would hold the container until
+	 * idle-closed; each pick ends its reader's transfer */
+	while ((r = pick(ctr_transfer, ctr_id))) {
+		if (drain(r, DRAIN_PREEMPT) < 0 && r->t) {
 			log_dbg("'%s': transfer closed at offset %lld for "
 				"another call on the container",
 				r->path, (long long)r->pos);
@@ -493,5 +523,4 @@ void reader_preempt(const char *ctr_id)
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
-	pthread_mutex_unlock(&registry_lock);
 }

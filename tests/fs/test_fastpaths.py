@@ -57,3 +57,53 @@ def test_writeback_pending_file_is_visible_and_lands(mount, container):
     assert call_with_timeout(read_file, path) == b"not yet in the container\n"
     assert wait_for(lambda: c.exec("cat", "/tmp/pending", check=False) == b"not yet in the container\n",
                     timeout=30)
+
+
+def test_concurrent_closes_share_a_put(mount, container):
+    """Default mode: files closed in one directory while a PUT is in flight
+    go together in the next PUT (group commit), and every byte lands."""
+    import threading
+
+    c = container()
+    c.sh("mkdir -p /gc")
+    m = mount("-d")
+    n = 8
+    data = [os.urandom(1000 + i) for i in range(n)]
+    files = [open(m.p(c, f"/gc/f{i}"), "wb") for i in range(n)]
+    for f, d in zip(files, data):
+        f.write(d)
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def close(f):
+        barrier.wait()
+        try:
+            f.close()
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=close, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    for i, d in enumerate(data):
+        assert c.exec("cat", f"/gc/f{i}") == d
+    puts = re.findall(r"engine: PUT [0-9a-f]+:/gc ", engine_log(m))
+    # one PUT each would be 8: the first close starts a PUT, the others
+    # wait for it and share the next
+    assert 1 <= len(puts) < n, f"{len(puts)} PUTs for {n} concurrent closes"
+
+
+def test_negative_lookups_from_a_fresh_listing(mount, container):
+    """A name missing from a directory listed just now is answered without
+    asking the engine (what every create of a new file does first)."""
+    c = container()
+    c.sh("mkdir -p /neg && touch /neg/present")
+    m = mount("-d")
+    assert os.listdir(m.p(c, "/neg")) == ["present"]
+    for i in range(20):
+        assert not os.path.exists(m.p(c, f"/neg/missing{i}"))
+    asked = re.findall(r"engine: \w+ \S*(?:%2Fneg%2F|:/neg/)missing", engine_log(m))
+    assert not asked, f"{len(asked)} engine calls for names the listing lacks"
