@@ -56,7 +56,7 @@ static ssize_t stream_source(void *ctx, const void **buf)
 
 static void fill_defaults(struct stat *st)
 {
-	st->st_blksize = 4096;
+	st->st_blksize = CTRFS_BLKSIZE;
 	st->st_blocks = (st->st_size + 511) / 512;
 	st->st_atim = st->st_mtim;
 	st->st_ctim = st->st_mtim;

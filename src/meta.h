@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <sys/stat.h>
 
+/* st_blksize of every file: cp and stdio size their buffers by it, and
+ * each write() is one FUSE request and one trip through ctrfs (NFS
+ * reports its 1 MiB wsize the same way). */
+#define CTRFS_BLKSIZE (1024 * 1024)
+
 struct cache;
 struct cache_listing;
 struct ctr;

@@ -237,7 +237,7 @@ void wfile_stat(struct wfile *f, struct stat *st)
 		st->st_blocks = sp.st_blocks;
 	}
 	st->st_atim = st->st_ctim = st->st_mtim;
-	st->st_blksize = 4096;
+	st->st_blksize = CTRFS_BLKSIZE;
 	pthread_mutex_unlock(&f->lock);
 }
 

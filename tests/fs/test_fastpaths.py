@@ -5,7 +5,7 @@ call): file contents riding along with a listing, and opt-in write-back."""
 import os
 import re
 
-from conftest import call_with_timeout, host_tree, read_file, run_tool, tar_tree, tree_diff, wait_for
+from conftest import call_with_timeout, host_tree, read_file, run_tool, sha256_file, tar_tree, tree_diff, wait_for
 
 
 def engine_log(m):
@@ -107,3 +107,18 @@ def test_negative_lookups_from_a_fresh_listing(mount, container):
         assert not os.path.exists(m.p(c, f"/neg/missing{i}"))
     asked = re.findall(r"engine: \w+ \S*(?:%2Fneg%2F|:/neg/)missing", engine_log(m))
     assert not asked, f"{len(asked)} engine calls for names the listing lacks"
+
+
+def test_cp_writes_in_mib_requests(mount, container, tmp_path):
+    """st_blksize is 1 MiB, so cp (which sizes its buffer by it) sends 1 MiB
+    writes: an eighth of the FUSE requests of its default 128 KiB."""
+    c = container()
+    src = tmp_path / "three"
+    src.write_bytes(os.urandom(3 * 1024 * 1024 + 5))
+    m = mount("-d")
+    assert os.stat(m.p(c, "/etc")).st_blksize == 1024 * 1024
+    run_tool("cp", src, m.p(c, "/tmp/three"))
+    assert c.cp_sha256("/tmp/three") == sha256_file(str(src))
+    sizes = [int(n) for n in re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M)]
+    assert sizes and max(sizes) == 1024 * 1024, sizes
+    assert len(sizes) <= 4, f"{len(sizes)} write requests for 3 MiB"
