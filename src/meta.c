@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,16 @@
 
 /* Files up to this size have their content kept from a listing's tar. */
 #define PREFETCH_MAX ((off_t)64 << 20)
+/* Siblings revalidated ahead of a walk, after the one asked for. */
+#define AHEAD 64
+
+/* Where a walk through a directory was seen to need a HEAD: the siblings
+ * after name, in listing order, are the walk's next steps. */
+struct hint {
+	struct ctr c;
+	char dir[PATH_MAX];
+	char name[NAME_MAX + 1];
+};
 
 struct meta {
 	struct engine *e;
@@ -27,6 +38,12 @@ struct meta {
 	double ttl;
 	meta_busy_fn busy;
 	struct spool *spool;
+	/* the revalidate-ahead thread, made on first use */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t ahead;
+	bool started, stop, pending;
+	struct hint hint; /* the newest, when pending */
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -41,11 +58,23 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 	m->ttl = ttl;
 	m->busy = busy;
 	m->spool = spool;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
 	return m;
 }
 
 void meta_free(struct meta *m)
 {
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_cond_signal(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	if (m->started)
+		pthread_join(m->ahead, NULL);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
@@ -248,6 +277,102 @@ out:
 	return ret;
 }
 
+/* Whether the revalidate-ahead thread should stop what it is doing. */
+static bool ahead_interrupted(struct meta *m)
+{
+	bool yes;
+
+	pthread_mutex_lock(&m->lock);
+	yes = m->stop || m->pending;
+	pthread_mutex_unlock(&m->lock);
+	return yes;
+}
+
+/* HEADs the siblings after h->name that are stale or will be within the
+ * next half TTL, so that the walk finds them fresh. */
+static void revalidate_ahead(struct meta *m, struct hint *h)
+{
+	struct cache_listing l;
+	size_t i, done = 0;
+
+	if (cache_listing(m->c, h->c.id, h->dir, &l) < 0)
+		return;
+	for (i = 0; i < l.n && strcmp(l.ents[i].name, h->name) != 0; i++)
+		;
+	for (i++; i < l.n && done < AHEAD && !ahead_interrupted(m); i++) {
+		char path[PATH_MAX];
+		struct cache_attr a;
+
+		done++;
+		if (snprintf(path, sizeof(path), "%s/%s",
+			     strcmp(h->dir, "/") == 0 ? "" : h->dir,
+			     l.ents[i].name) >= (int)sizeof(path) ||
+		    cache_get(m->c, h->c.id, path, &a, NULL, 0) < 0)
+			continue;
+		if (now_mono() - a.validated < m->ttl / 2)
+			continue;
+		if (m->busy && m->busy(h->c.id))
+			break; /* a HEAD would wait for our own GET */
+		revalidate(m, &h->c, path, &a, true);
+	}
+	cache_listing_free(&l);
+}
+
+static void *ahead_main(void *arg)
+{
+	struct meta *m = arg;
+	struct hint *h = malloc(sizeof(*h));
+
+	pthread_mutex_lock(&m->lock);
+	while (h && !m->stop) {
+		if (!m->pending) {
+			pthread_cond_wait(&m->cond, &m->lock);
+			continue;
+		}
+		*h = m->hint;
+		m->pending = false;
+		pthread_mutex_unlock(&m->lock);
+		revalidate_ahead(m, h);
+		pthread_mutex_lock(&m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	free(h);
+	return NULL;
+}
+
+/*
+ * A walk (cp -r, grep -r, rsync) reaches each entry of a directory in
+ * listing order; once the TTL has passed, every step would wait for a HEAD
+ * of its own.  Hands the walk's position to a thread that revalidates the
+ * next siblings meanwhile: the HEADs overlap the walk's own work.
+ */
+static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dlen = slash ? (size_t)(slash - path) : 0;
+
+	if (!slash || dlen >= sizeof(m->hint.dir) ||
+	    strlen(slash + 1) >= sizeof(m->hint.name))
+		return;
+	pthread_mutex_lock(&m->lock);
+	if (!m->started && !m->stop) {
+		/* first use is after the mount, so after fuse_daemonize() */
+		m->started =
+		    pthread_create(&m->ahead, NULL, ahead_main, m) == 0;
+	}
+	if (m->started) {
+		m->hint.c = *c;
+		memcpy(m->hint.dir, path, dlen);
+		m->hint.dir[dlen] = '\0';
+		if (dlen == 0)
+			strcpy(m->hint.dir, "/");
+		strcpy(m->hint.name, slash + 1);
+		m->pending = true;
+		pthread_cond_signal(&m->cond);
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 struct stat *st, char *link, size_t linklen)
 {
@@ -261,6 +386,8 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	    cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0)
 		return -ENOENT; /* its directory, listed just now, lacks it */
 	if (!have || stale(m, c, a.validated)) {
+		if (have)
+			hint_walk(m, c, path);
 		ret = revalidate(m, c, path, &a, have);
 		if (ret < 0)
 			return ret;

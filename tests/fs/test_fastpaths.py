@@ -122,3 +122,27 @@ def test_cp_writes_in_mib_requests(mount, container, tmp_path):
     sizes = [int(n) for n in re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M)]
     assert sizes and max(sizes) == 1024 * 1024, sizes
     assert len(sizes) <= 4, f"{len(sizes)} write requests for 3 MiB"
+
+
+def test_walk_after_ttl_sees_changes(mount, container):
+    """Once the 1 s TTL has passed, a walk's HEADs are made ahead of it by a
+    thread of ctrfs: what changed in the container since the listing still
+    shows, and the HEADs stay about one per entry."""
+    import time
+
+    c = container()
+    c.sh('mkdir /walk && i=0; while [ $i -lt 300 ]; do echo 123456789 > /walk/f$i; i=$((i+1)); done')
+    m = mount("-d")
+    names = sorted(os.listdir(m.p(c, "/walk")), key=lambda n: int(n[1:]))
+    assert len(names) == 300
+    c.sh("echo 1234567890123456789 > /walk/f150 && rm /walk/f200")
+    time.sleep(1.5)
+    before = engine_log(m).count("engine: HEAD")
+    for n in names:
+        path = m.p(c, f"/walk/{n}")
+        if n == "f200":
+            assert not os.path.exists(path)
+        else:
+            assert os.stat(path).st_size == (20 if n == "f150" else 10), n
+    heads = engine_log(m).count("engine: HEAD") - before
+    assert heads < 2 * len(names), f"{heads} HEADs for {len(names)} entries"
