@@ -97,11 +97,15 @@ static int from_context(struct hostcfg *hc, const char *name, char *msg,
 		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
 			 de->d_name);
 		root = json_object_from_file(meta);
+		/* a damaged file (a null or a number where a string goes)
+		 * is skipped like one of another name */
 		if (!root || !json_object_object_get_ex(root, "Name", &v) ||
+		    !json_object_is_type(v, json_type_string) ||
 		    strcmp(json_object_get_string(v), name) != 0 ||
 		    !json_object_object_get_ex(root, "Endpoints", &ep) ||
 		    !json_object_object_get_ex(ep, "docker", &ep) ||
-		    !json_object_object_get_ex(ep, "Host", &host)) {
+		    !json_object_object_get_ex(ep, "Host", &host) ||
+		    !json_object_is_type(host, json_type_string)) {
 			json_object_put(root);
 			continue;
 		}

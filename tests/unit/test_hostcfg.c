@@ -384,6 +384,30 @@ static void test_docker_context_missing(void)
 	CHECK(strstr(msg, "'nosuchctx'") != NULL);
 }
 
+/* Damaged meta.json files (null or non-string Name or Host) are skipped,
+ * not crashed on: the right context beside them is still found. */
+static void test_damaged_context_files(void)
+{
+	struct hostcfg hc;
+	char msg[256];
+
+	reset();
+	write_file("config.json", "{\"currentContext\":\"remote\"}");
+	write_file("contexts/meta/aaa/meta.json",
+		   "{\"Name\":null,\"Endpoints\":{\"docker\":"
+		   "{\"Host\":\"tcp://10.7.7.7:2376\"}}}");
+	write_file("contexts/meta/bbb/meta.json",
+		   "{\"Name\":\"remote\",\"Endpoints\":{\"docker\":"
+		   "{\"Host\":null}}}");
+	write_file("contexts/meta/ccc/meta.json",
+		   "{\"Name\":7,\"Endpoints\":{}}");
+	CHECK_INT(resolve(NULL, &hc, msg, sizeof(msg)), -ENOENT);
+	CHECK(strstr(msg, "'remote'") != NULL);
+	write_contexts("false");
+	CHECK_INT(resolve(NULL, &hc, msg, sizeof(msg)), 0);
+	CHECK_STR(hc.url, "tcp://10.0.0.1:2376");
+}
+
 /* Missing with no contexts directory at all. */
 static void test_docker_context_missing_no_dir(void)
 {
@@ -435,6 +459,7 @@ int main(void)
 	test_docker_context_default();
 	test_docker_context_missing();
 	test_docker_context_missing_no_dir();
+	test_damaged_context_files();
 	test_docker_host_over_docker_context();
 
 	status = check_report();
