@@ -14,7 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define RING (1024 * 1024)
+/* History kept behind the transfer for reads that come out of order
+ * (async readahead on several threads): two of the largest requests
+ * (1 MiB), or a swapped pair would restart the GET from byte 0. */
+#define RING (2 * 1024 * 1024)
 /* the most a transfer is drained to disk rather than closed: when another
  * call needs the container, and when it sat idle */
 #define DRAIN_PREEMPT ((off_t)1 << 30)
