@@ -40,10 +40,16 @@ struct meta {
 	struct spool *spool;
 	/* the revalidate-ahead thread, made on first use */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond; /* a new hint; a claim done; a window over */
 	pthread_t ahead;
 	bool started, stop, pending;
 	struct hint hint; /* the newest, when pending */
+	/* the window the thread works through, in order: claim[0..ndone)
+	 * are revalidated; a getattr of a claimed path waits for it rather
+	 * than asking the engine a second time */
+	char (*claim)[PATH_MAX];
+	char claim_ns[sizeof(((struct ctr *)0)->id)];
+	size_t nclaim, ndone;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -73,6 +79,7 @@ void meta_free(struct meta *m)
 	pthread_mutex_unlock(&m->lock);
 	if (m->started)
 		pthread_join(m->ahead, NULL);
+	free(m->claim);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -277,45 +284,73 @@ out:
 	return ret;
 }
 
-/* Whether the revalidate-ahead thread should stop what it is doing. */
-static bool ahead_interrupted(struct meta *m)
+/* Whether an entry confirmed at validated is worth confirming now: stale,
+ * or past half its TTL (the walk will be there soon). */
+static bool worth_ahead(const struct meta *m, double validated)
 {
-	bool yes;
-
-	pthread_mutex_lock(&m->lock);
-	yes = m->stop || m->pending;
-	pthread_mutex_unlock(&m->lock);
-	return yes;
+	return now_mono() - validated >= m->ttl / 2;
 }
 
-/* HEADs the siblings after h->name that are stale or will be within the
- * next half TTL, so that the walk finds them fresh. */
-static void revalidate_ahead(struct meta *m, struct hint *h)
+/* Claims the window: the siblings after h->name that are worth a HEAD, up
+ * to AHEAD of them, in listing order. Returns their number. */
+static size_t claim_window(struct meta *m, const struct hint *h)
 {
 	struct cache_listing l;
-	size_t i, done = 0;
+	size_t i, n = 0;
 
 	if (cache_listing(m->c, h->c.id, h->dir, &l) < 0)
-		return;
+		return 0;
 	for (i = 0; i < l.n && strcmp(l.ents[i].name, h->name) != 0; i++)
 		;
-	for (i++; i < l.n && done < AHEAD && !ahead_interrupted(m); i++) {
-		char path[PATH_MAX];
+	pthread_mutex_lock(&m->lock);
+	for (i++; i < l.n && n < AHEAD; i++) {
+		char *path = m->claim[n];
 		struct cache_attr a;
 
-		done++;
-		if (snprintf(path, sizeof(path), "%s/%s",
+		if (snprintf(path, PATH_MAX, "%s/%s",
 			     strcmp(h->dir, "/") == 0 ? "" : h->dir,
-			     l.ents[i].name) >= (int)sizeof(path) ||
-		    cache_get(m->c, h->c.id, path, &a, NULL, 0) < 0)
+			     l.ents[i].name) >= PATH_MAX ||
+		    cache_get(m->c, h->c.id, path, &a, NULL, 0) < 0 ||
+		    !worth_ahead(m, a.validated))
 			continue;
-		if (now_mono() - a.validated < m->ttl / 2)
-			continue;
-		if (m->busy && m->busy(h->c.id))
-			break; /* a HEAD would wait for our own GET */
-		revalidate(m, &h->c, path, &a, true);
+		n++;
 	}
+	snprintf(m->claim_ns, sizeof(m->claim_ns), "%s", h->c.id);
+	m->nclaim = n;
+	m->ndone = 0;
+	pthread_mutex_unlock(&m->lock);
 	cache_listing_free(&l);
+	return n;
+}
+
+/* Revalidates the claimed window in order, marking each path done; stops
+ * early for a newer hint (the walk went elsewhere) or at unmount. */
+static void revalidate_ahead(struct meta *m, struct hint *h)
+{
+	size_t n = claim_window(m, h);
+
+	for (size_t j = 0; j < n; j++) {
+		struct cache_attr a;
+		bool quit;
+
+		pthread_mutex_lock(&m->lock);
+		quit = m->stop || m->pending;
+		pthread_mutex_unlock(&m->lock);
+		if (quit || (m->busy && m->busy(h->c.id)))
+			break; /* busy: a HEAD would wait for our own GET */
+		/* m->claim[j] changes only on this thread */
+		if (cache_get(m->c, h->c.id, m->claim[j], &a, NULL, 0) == 0 &&
+		    worth_ahead(m, a.validated))
+			revalidate(m, &h->c, m->claim[j], &a, true);
+		pthread_mutex_lock(&m->lock);
+		m->ndone = j + 1;
+		pthread_cond_broadcast(&m->cond);
+		pthread_mutex_unlock(&m->lock);
+	}
+	pthread_mutex_lock(&m->lock);
+	m->nclaim = m->ndone = 0;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
 }
 
 static void *ahead_main(void *arg)
@@ -341,10 +376,41 @@ static void *ahead_main(void *arg)
 }
 
 /*
+ * When path is in the thread's window and not done yet, waits until it is
+ * (or the window ends): true when the thread has just asked the engine
+ * about it, so the caller need not ask again.
+ */
+static bool wait_claim(struct meta *m, const struct ctr *c, const char *path)
+{
+	bool done = false;
+
+	pthread_mutex_lock(&m->lock);
+	for (;;) {
+		size_t i;
+
+		if (m->nclaim == 0 || strcmp(m->claim_ns, c->id) != 0)
+			break;
+		for (i = 0; i < m->nclaim && strcmp(m->claim[i], path); i++)
+			;
+		if (i == m->nclaim)
+			break;
+		if (i < m->ndone) {
+			done = true;
+			break;
+		}
+		pthread_cond_wait(&m->cond, &m->lock);
+	}
+	pthread_mutex_unlock(&m->lock);
+	return done;
+}
+
+/*
  * A walk (cp -r, grep -r, rsync) reaches each entry of a directory in
  * listing order; once the TTL has passed, every step would wait for a HEAD
  * of its own.  Hands the walk's position to a thread that revalidates the
- * next siblings meanwhile: the HEADs overlap the walk's own work.
+ * next siblings meanwhile: the HEADs overlap the walk's own work, and a
+ * step that reaches a sibling still in the thread's window waits for the
+ * thread's answer instead of asking twice.
  */
 static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 {
@@ -356,9 +422,15 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 		return;
 	pthread_mutex_lock(&m->lock);
 	if (!m->started && !m->stop) {
+		m->claim = malloc(AHEAD * sizeof(*m->claim));
 		/* first use is after the mount, so after fuse_daemonize() */
-		m->started =
-		    pthread_create(&m->ahead, NULL, ahead_main, m) == 0;
+		m->started = m->claim && pthread_create(&m->ahead, NULL,
+							ahead_main, m) == 0;
+		if (!m->started) {
+			free(m->claim);
+			m->claim = NULL;
+			m->stop = true; /* do not try again */
+		}
 	}
 	if (m->started) {
 		m->hint.c = *c;
@@ -368,7 +440,7 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 			strcpy(m->hint.dir, "/");
 		strcpy(m->hint.name, slash + 1);
 		m->pending = true;
-		pthread_cond_signal(&m->cond);
+		pthread_cond_broadcast(&m->cond);
 	}
 	pthread_mutex_unlock(&m->lock);
 }
@@ -385,6 +457,9 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	if (!have &&
 	    cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0)
 		return -ENOENT; /* its directory, listed just now, lacks it */
+	if (have && stale(m, c, a.validated) && wait_claim(m, c, path) &&
+	    cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
+		have = false; /* the thread found it gone: ask again */
 	if (!have || stale(m, c, a.validated)) {
 		if (have)
 			hint_walk(m, c, path);
