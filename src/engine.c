@@ -741,6 +741,11 @@ ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
 	return 0;
 }
 
+off_t engine_stream_bytes(const struct engine_stream *s)
+{
+	return s->total;
+}
+
 void engine_stream_free(struct engine_stream *s)
 {
 	if (!s)

@@ -113,6 +113,9 @@ int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
  * block stays valid until the next call. */
 ssize_t engine_stream_read(struct engine_stream *s, const void **buf);
 
+/* Bytes of the body received so far. */
+off_t engine_stream_bytes(const struct engine_stream *s);
+
 /* Ends the stream; a transfer not read to the end is aborted, which
  * releases the container's lock in the engine at once. */
 void engine_stream_free(struct engine_stream *s);

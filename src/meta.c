@@ -21,6 +21,9 @@
 
 /* Files up to this size have their content kept from a listing's tar. */
 #define PREFETCH_MAX ((off_t)64 << 20)
+/* Bytes of a directory's tar read when only its owner was asked for: a
+ * small subtree comes whole, with its listings. */
+#define PROBE_TREE ((off_t)1 << 20)
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
 
@@ -445,6 +448,8 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 	pthread_mutex_unlock(&m->lock);
 }
 
+static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap);
+
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 struct stat *st, char *link, size_t linklen)
 {
@@ -471,7 +476,10 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	}
 	if (!(a.flags & CACHE_OWNER) ||
 	    (link && S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))) {
-		ret = probe(m, c, path);
+		/* a directory's owner comes with the start of its tar, and
+		 * a small subtree with its listings for little more */
+		ret = S_ISDIR(a.st.st_mode) ? load_tree(m, c, path, PROBE_TREE)
+					    : probe(m, c, path);
 		if (ret < 0)
 			return ret;
 		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
@@ -749,8 +757,9 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 }
 
 /* One GET of dir: caches every entry of the subtree and the listing of
- * every directory in it. */
-static int load_tree(struct meta *m, struct ctr *c, const char *dir)
+ * every directory in it.  With a cap, stops once the body passed cap
+ * bytes: what was seen is cached, listings not seen whole are not. */
+static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 {
 	struct loader l = {.m = m, .c = c, .dir = dir};
 	struct engine_stream *s;
@@ -773,10 +782,20 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 		goto out_stream;
 	l.t = t;
 	while ((ret = tarstream_next(t, &te)) == 0) {
+		/* past the cap (or about to be, with this entry's data):
+		 * keep this header, read no further */
+		bool last = cap && engine_stream_bytes(s) + te.st.st_size > cap;
+
 		entries++;
+		if (last)
+			l.no_data = true;
 		ret = load_entry(&l, &te);
 		if (ret < 0) {
 			log_fail(c, "list", dir, "unexpected archive layout");
+			break;
+		}
+		if (last) {
+			ret = 2;
 			break;
 		}
 	}
@@ -791,8 +810,10 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir)
 	fix_hardlinks(&l);
 	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
 		entries, (now_mono() - t0) * 1e3,
-		l.shallow ? " (cache full: depth one kept)" : "");
-	ret = ret == 1 ? 0 : ret;
+		ret == 2    ? " (stopped at the cap)"
+		: l.shallow ? " (cache full: depth one kept)"
+			    : "");
+	ret = ret == 1 || ret == 2 ? 0 : ret;
 	tarstream_free(t);
 out_stream:
 	engine_stream_free(s);
@@ -818,7 +839,7 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 			return 0;
 		if (tries++ == 2)
 			break;
-		ret = load_tree(m, c, dir);
+		ret = load_tree(m, c, dir, 0);
 		if (ret < 0)
 			return ret;
 	}

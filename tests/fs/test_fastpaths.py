@@ -146,3 +146,19 @@ def test_walk_after_ttl_sees_changes(mount, container):
             assert os.stat(path).st_size == (20 if n == "f150" else 10), n
     heads = engine_log(m).count("engine: HEAD") - before
     assert heads < 2 * len(names), f"{heads} HEADs for {len(names)} entries"
+
+
+def test_small_directory_probe_lists_it(mount, container):
+    """The first look at a directory (its owner comes only in a tar) reads a
+    small subtree whole: the listings come with it, so creating a file
+    below asks the engine nothing about the new name."""
+    c = container()
+    c.sh("mkdir -p /pa/pb && echo x > /pa/pb/old")
+    m = mount("-d")
+    with open(m.p(c, "/pa/pb/new"), "wb") as f:
+        f.write(b"new\n")
+    assert c.exec("cat", "/pa/pb/new") == b"new\n"
+    log = engine_log(m)
+    assert not re.search(r"HEAD \S*%2Fpa%2Fpb%2Fnew ", log), "a HEAD for the name being created"
+    gets = re.findall(r"engine: GET [0-9a-f]+:(\S+) ", log)
+    assert "/pa/pb" not in gets, f"/pa/pb was asked for again: {gets}"
