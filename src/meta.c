@@ -512,7 +512,7 @@ struct loader {
 	struct tarstream *t;
 	struct cache_blob *blob; /* the spool file contents go to */
 	off_t blob_off;		 /* where the next content goes in it */
-	bool no_data;		 /* the budget (or the disk) is spent */
+	bool no_data;		 /* a probe, or the budget (or disk) is spent */
 	struct frame *stack;
 	size_t depth, maxdepth;
 	char **links; /* hard links: pairs (path, target path) */
@@ -771,6 +771,7 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 	int ret;
 
 	l.snapshot = (long)time(NULL);
+	l.no_data = cap > 0; /* a probe: names and owners, no contents */
 	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
 	if (ret < 0) {
 		if (ret != -ENOENT)
