@@ -437,11 +437,9 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 	}
 	if (m->started) {
 		m->hint.c = *c;
-		memcpy(m->hint.dir, path, dlen);
-		m->hint.dir[dlen] = '\0';
-		if (dlen == 0)
-			strcpy(m->hint.dir, "/");
-		strcpy(m->hint.name, slash + 1);
+		snprintf(m->hint.dir, sizeof(m->hint.dir), "%.*s",
+			 dlen ? (int)dlen : 1, dlen ? path : "/");
+		snprintf(m->hint.name, sizeof(m->hint.name), "%s", slash + 1);
 		m->pending = true;
 		pthread_cond_broadcast(&m->cond);
 	}
