@@ -330,9 +330,9 @@ static size_t claim_window(struct meta *m, const struct hint *h)
  * early for a newer hint (the walk went elsewhere) or at unmount. */
 static void revalidate_ahead(struct meta *m, struct hint *h)
 {
-	size_t n = claim_window(m, h);
+	size_t n = claim_window(m, h), j, asked = 0;
 
-	for (size_t j = 0; j < n; j++) {
+	for (j = 0; j < n; j++) {
 		struct cache_attr a;
 		bool quit;
 
@@ -343,8 +343,10 @@ static void revalidate_ahead(struct meta *m, struct hint *h)
 			break; /* busy: a HEAD would wait for our own GET */
 		/* m->claim[j] changes only on this thread */
 		if (cache_get(m->c, h->c.id, m->claim[j], &a, NULL, 0) == 0 &&
-		    worth_ahead(m, a.validated))
+		    worth_ahead(m, a.validated)) {
 			revalidate(m, &h->c, m->claim[j], &a, true);
+			asked++;
+		}
 		pthread_mutex_lock(&m->lock);
 		m->ndone = j + 1;
 		pthread_cond_broadcast(&m->cond);
@@ -354,6 +356,10 @@ static void revalidate_ahead(struct meta *m, struct hint *h)
 	m->nclaim = m->ndone = 0;
 	pthread_cond_broadcast(&m->cond);
 	pthread_mutex_unlock(&m->lock);
+	if (n)
+		log_dbg("revalidated ahead in '%s' of '%s': %zu HEADs for %zu "
+			"of %zu claimed siblings",
+			h->dir, h->c.name, asked, j, n);
 }
 
 static void *ahead_main(void *arg)

@@ -504,6 +504,19 @@ static int commit_grouped(struct writer *w, struct item *me)
 	return me->result;
 }
 
+/* f (locked) is in the container now, by a change that began at
+ * wall-clock second t0: unlocks it and records what was written. */
+static void landed(struct wfile *f, long t0)
+{
+	struct stat st;
+
+	f->dirty = false;
+	f->in_container = true;
+	pthread_mutex_unlock(&f->lock);
+	wfile_stat(f, &st);
+	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
+}
+
 int wfile_commit(struct wfile *f)
 {
 	char parent[PATH_MAX];
@@ -523,13 +536,7 @@ int wfile_commit(struct wfile *f)
 	ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;
 	if (ret == 0) {
-		struct stat st;
-
-		f->dirty = false;
-		f->in_container = true;
-		pthread_mutex_unlock(&f->lock);
-		wfile_stat(f, &st);
-		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
+		landed(f, t0);
 		return 0;
 	}
 out:
@@ -672,13 +679,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 		struct wfile *f = fs[i];
 
 		if (ret == 0) {
-			struct stat st;
-
-			f->dirty = false;
-			f->in_container = true;
-			pthread_mutex_unlock(&f->lock);
-			wfile_stat(f, &st);
-			meta_committed(w->m, &f->ctr, f->path, &st, t0);
+			landed(f, t0);
 		} else {
 			f->attempts++;
 			pthread_mutex_unlock(&f->lock);

@@ -148,6 +148,45 @@ def test_walk_after_ttl_sees_changes(mount, container):
     assert heads < 2 * len(names), f"{heads} HEADs for {len(names)} entries"
 
 
+def test_walk_after_ttl_is_revalidated_ahead(mount, container):
+    """In a directory whose listing still holds (a file changed in place
+    does not move the directory's mtime), the thread HEADs the walk's next
+    entries, and the walk does not ask again for what the thread claimed (a
+    version without claims made about two HEADs per entry)."""
+    import time
+
+    c = container()
+    c.sh('mkdir /walk && i=0; while [ $i -lt 300 ]; do echo 123456789 > /walk/f$i; i=$((i+1)); done')
+    # a listing stays valid only for a directory whose mtime, in whole
+    # seconds, is more than one second older than the listing's
+    time.sleep(2.1)
+    m = mount("-d")
+    names = os.listdir(m.p(c, "/walk"))  # listing order, as cp -r and grep -r walk
+    c.sh("echo 1234567890123456789 > /walk/f150")
+    time.sleep(1.5)
+    before = engine_log(m).count("engine: HEAD")
+    for n in names:
+        assert os.stat(m.p(c, f"/walk/{n}")).st_size == (20 if n == "f150" else 10), n
+    log = engine_log(m)
+    heads = log.count("engine: HEAD") - before
+    ahead = sum(int(k) for k in re.findall(r"revalidated ahead in '/walk' of '[^']*': (\d+) HEADs", log))
+    assert ahead > 0, "no HEAD was made ahead of the walk"
+    assert heads <= 1.2 * len(names), f"{heads} HEADs for {len(names)} entries ({ahead} ahead)"
+
+
+def test_directory_probe_stops_before_a_big_file(mount, container):
+    """The owner probe of a directory reads on only while the body stays
+    under 1 MiB: it stops before a big file's data, not after it."""
+    c = container()
+    c.sh("mkdir -p /cap/d && head -c 8388608 /dev/urandom > /cap/d/a-big && echo x > /cap/d/z")
+    m = mount("-d")
+    with open(m.p(c, "/cap/d/new"), "wb") as f:
+        f.write(b"n\n")
+    assert c.exec("cat", "/cap/d/new") == b"n\n"
+    sizes = [int(n) for n in re.findall(r"engine: GET [0-9a-f]+:/cap \S+ \d+, (\d+) bytes", engine_log(m))]
+    assert sizes and max(sizes) < 1024 * 1024, f"probe GETs of /cap read {sizes} bytes"
+
+
 def test_small_directory_probe_lists_it(mount, container):
     """The first look at a directory (its owner comes only in a tar) reads a
     small subtree whole: the listings come with it, so creating a file
