@@ -308,6 +308,13 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		free(h);
 		return ret;
 	}
+	/* A write-only open cannot be mapped, so nothing needs its pages in
+	 * the kernel's cache: direct I/O hands the caller's buffer to us
+	 * instead of copying it into page cache pages first (the data is
+	 * spooled here anyway). Written through the cache, 1 GiB took ~7 s
+	 * after a cache drop; direct, ~4 s (docs/performance-notes.md). */
+	if ((fi->flags & O_ACCMODE) == O_WRONLY)
+		fi->direct_io = 1;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }

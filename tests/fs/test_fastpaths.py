@@ -2,6 +2,7 @@
 """Fast paths, checked by what reaches the engine (the -d log counts every
 call): file contents riding along with a listing, and opt-in write-back."""
 
+import hashlib
 import os
 import re
 
@@ -122,6 +123,64 @@ def test_cp_writes_in_mib_requests(mount, container, tmp_path):
     sizes = [int(n) for n in re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M)]
     assert sizes and max(sizes) == 1024 * 1024, sizes
     assert len(sizes) <= 4, f"{len(sizes)} write requests for 3 MiB"
+
+
+def resident_pages(fd, size):
+    """How many of the first size bytes' pages of fd's file the kernel's page
+    cache holds (mincore; no stat, which could drop them)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    vec = (ctypes.c_ubyte * ((size + 4095) // 4096))()
+    addr = libc.mmap(None, size, 1, 1, fd, 0)  # PROT_READ, MAP_SHARED
+    assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+    try:
+        assert libc.mincore(addr, size, vec) == 0, os.strerror(ctypes.get_errno())
+    finally:
+        libc.munmap(addr, size)
+    return sum(v & 1 for v in vec)
+
+
+def test_write_only_opens_bypass_the_page_cache(mount, container):
+    """A write-only open is direct I/O: the written bytes go to ctrfs's spool
+    without a copy in the kernel's page cache. Readers see the writes before
+    and after the close, and a cached page rewritten in place is not stale."""
+    c = container()
+    m = mount()
+    path = m.p(c, "/tmp/wo")
+    data = os.urandom(4 * 1024 * 1024)
+    reader = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            assert os.write(fd, data) == len(data)
+            size = len(data)
+            cached = resident_pages(reader, size)
+            assert cached == 0, f"{cached} written pages in the page cache"
+            assert os.pread(reader, size, 0) == data
+            cached = resident_pages(reader, size)
+            assert cached > 0, "mincore sees no page a read cached"
+            with open(path, "rb") as f:
+                assert f.read() == data
+        finally:
+            os.close(fd)
+        assert c.cp_sha256("/tmp/wo") == hashlib.sha256(data).hexdigest()
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"X" * 10, 8192)
+        finally:
+            os.close(fd)
+        want = data[:8192] + b"X" * 10 + data[8202:]
+        assert os.pread(reader, len(data), 0) == want
+        with open(path, "rb") as f:
+            assert f.read() == want
+    finally:
+        os.close(reader)
+    assert c.cp_sha256("/tmp/wo") == hashlib.sha256(want).hexdigest()
 
 
 def test_walk_after_ttl_sees_changes(mount, container):
