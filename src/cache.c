@@ -228,6 +228,15 @@ static void drop_data(struct cache *c, struct node *n)
 	n->datalen = 0;
 }
 
+/* Whether n's listing is still whole for a directory mtime (in seconds)
+ * the engine reports now: unchanged and older than the listing by more than
+ * a second, or within a change ctrfs made itself. */
+static bool listing_holds(const struct node *n, long mtime, bool same_mtime)
+{
+	return (same_mtime && mtime + 1 < n->snapshot) ||
+	       (mtime >= n->own_from && mtime <= n->own_until);
+}
+
 /* Applies the merge rules of cache_put() to an existing node. */
 static void merge(struct cache *c, struct node *n,
 		  const struct cache_attr *attr, const char *link)
@@ -236,8 +245,11 @@ static void merge(struct cache *c, struct node *n,
 	bool same_type =
 	    (old.st.st_mode & S_IFMT) == (attr->st.st_mode & S_IFMT);
 	bool same_mtime = old.st.st_mtim.tv_sec == attr->st.st_mtim.tv_sec;
+	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
+	bool keep;
 
 	n->attr = *attr;
+	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	/* tar mtimes are whole seconds: trust an equal second only when it
 	 * lies before the second the content was read in */
 	if (n->data &&
@@ -265,12 +277,15 @@ static void merge(struct cache *c, struct node *n,
 		n->link = NULL;
 		n->attr.flags &= ~CACHE_LINK;
 	}
-	if (n->names &&
-	    !(same_type &&
-	      ((same_mtime && attr->st.st_mtim.tv_sec + 1 < n->snapshot) ||
-	       (attr->st.st_mtim.tv_sec >= n->own_from &&
-		attr->st.st_mtim.tv_sec <= n->own_until))))
+	if (!n->names)
+		return;
+	keep = same_type &&
+	       (same_entries ||
+		listing_holds(n, attr->st.st_mtim.tv_sec, same_mtime));
+	if (!keep)
 		drop_listing(n);
+	else if (attr->validated > n->listed_at)
+		n->listed_at = attr->validated; /* whole as of this answer */
 }
 
 bool cache_put(struct cache *c, const char *ns, const char *path,
@@ -306,7 +321,7 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->keylen = len;
 	n->hash = h;
 	n->attr = *attr;
-	n->attr.flags &= ~CACHE_LINK;
+	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES);
 	if (link) {
 		n->link = strdup(link);
 		if (n->link)
@@ -328,8 +343,12 @@ void cache_touch(struct cache *c, const char *ns, const char *path, double now)
 
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
-	if (n)
+	if (n) {
 		n->attr.validated = now;
+		if (n->names && now > n->listed_at &&
+		    listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+			n->listed_at = now; /* confirmed whole */
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -15,6 +15,10 @@
 
 #define CACHE_OWNER 1u /* uid, gid and nlink come from a tar header */
 #define CACHE_LINK  2u /* the raw symlink target is known */
+/* For cache_put() of ctrfs's own change of a directory's attributes: its
+ * entries are as they were, so its listing stays, confirmed now. Not kept
+ * in the stored flags. */
+#define CACHE_SAME_ENTRIES 4u
 
 struct cache_attr {
 	struct stat st;
@@ -49,14 +53,16 @@ int cache_get(struct cache *c, const char *ns, const char *path,
  * attr without CACHE_OWNER keeps the known owner, a symlink with the same
  * mtime keeps its known target, and a directory keeps its listing only when
  * its mtime is unchanged and older than the listing's snapshot by more than
- * a second (mtimes in whole seconds cannot order changes within one).
+ * a second (mtimes in whole seconds cannot order changes within one), or
+ * attr has CACHE_SAME_ENTRIES; a listing kept is confirmed as of attr's.
  * Returns true when the cache is nearly full, so bulk loaders can stop
  * recording what nobody asked for.
  */
 bool cache_put(struct cache *c, const char *ns, const char *path,
 	       const struct cache_attr *attr, const char *link);
 
-/* Marks an entry confirmed at time now. */
+/* Marks an entry confirmed unchanged at time now (a directory's listing
+ * too, when the rules of cache_put() keep it). */
 void cache_touch(struct cache *c, const char *ns, const char *path, double now);
 
 /* Forgets a path and the listing of its parent directory. */

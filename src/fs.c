@@ -569,14 +569,13 @@ static int remove_path(const char *path, const char *tool)
 	if (ret < 0)
 		return ret;
 	w = writer_find(fs->writer, c->id, inner);
-	if (w && !wfile_in_container(w)) {
-		wfile_unlinked(w); /* never committed: nothing to remove */
-	} else {
+	/* never committed: nothing to remove in the container */
+	if (!w || wfile_unlinked(w, true) == 1) {
 		const char *argv[] = {tool, "--", inner, NULL};
 
 		ret = run_tool(fs, c, argv, inner);
 		if (ret == 0 && w)
-			wfile_unlinked(w);
+			wfile_unlinked(w, false);
 	}
 	if (w)
 		wfile_put(w);
@@ -623,15 +622,17 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	}
 	if (ret < 0)
 		goto out_put;
+	/* a directory's pending files go in under its old name first */
+	writer_settle(fs->writer, c->id, ifrom);
 	w = writer_find(fs->writer, c->id, ifrom);
-	if (w && !wfile_in_container(w)) {
-		ret = wfile_rename(w, ito); /* folded: committed as ito */
-	} else {
+	/* folded while not committed: the commit goes to ito */
+	ret = w ? wfile_rename(w, ito, true) : 1;
+	if (ret == 1) {
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
 
 		ret = run_tool(fs, c, argv, ifrom);
 		if (ret == 0 && w)
-			ret = wfile_rename(w, ito);
+			ret = wfile_rename(w, ito, false);
 	}
 	if (w)
 		wfile_put(w);
@@ -652,6 +653,8 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {.name = base_of(inner), .st = *st};
 
+	/* files still to come into it would move its mtime again */
+	writer_settle(fs->writer, c->id, inner);
 	pathmap_parent(inner, parent, sizeof(parent));
 	return writer_put_entry(fs->writer, c, parent, &te);
 }

@@ -183,8 +183,10 @@ int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
 void meta_update(struct meta *m, struct ctr *c, const char *path,
 		 const struct stat *st)
 {
-	struct cache_attr a = {
-	    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
+	/* mode, owner or times changed; a directory's entries did not */
+	struct cache_attr a = {.st = *st,
+			       .validated = now_mono(),
+			       .flags = CACHE_OWNER | CACHE_SAME_ENTRIES};
 
 	fill_defaults(&a.st);
 	cache_put(m->c, c->id, path, &a, NULL);
@@ -454,6 +456,30 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 
 static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap);
 
+/*
+ * Whether path's directory has a listing, whole as of less than the TTL
+ * ago, that lacks it. A listing past the TTL is confirmed with one HEAD of
+ * the directory (an unchanged mtime, or one of ctrfs's own changes, keeps
+ * it): a tool creating files asks for many names that are not there yet,
+ * and one HEAD per directory and TTL answers them all.
+ */
+static bool absent(struct meta *m, struct ctr *c, const char *path)
+{
+	char parent[PATH_MAX];
+	struct cache_attr a;
+	int in = cache_in_listing(m->c, c->id, path, now_mono() - m->ttl);
+
+	if (in >= 0)
+		return in == 0;
+	if (cache_in_listing(m->c, c->id, path, -1.0) != 0 ||
+	    pathmap_parent(path, parent, sizeof(parent)) < 0 ||
+	    strcmp(parent, path) == 0 ||
+	    cache_get(m->c, c->id, parent, &a, NULL, 0) < 0 ||
+	    !stale(m, c, a.validated) || revalidate(m, c, parent, &a, true) < 0)
+		return false;
+	return cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0;
+}
+
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 struct stat *st, char *link, size_t linklen)
 {
@@ -463,9 +489,8 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	have = cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) == 0;
-	if (!have &&
-	    cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0)
-		return -ENOENT; /* its directory, listed just now, lacks it */
+	if (!have && absent(m, c, path))
+		return -ENOENT; /* its directory's listing lacks it */
 	if (have && stale(m, c, a.validated) && wait_claim(m, c, path) &&
 	    cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
 		have = false; /* the thread found it gone: ask again */

@@ -33,9 +33,10 @@ struct wfile {
 	bool dirty;	   /* changed since the last commit */
 	bool in_container; /* exists there under path */
 	bool unlinked;
-	bool failed;  /* the last commit failed and close said so */
-	bool closing; /* a thread dropped the last reference and tears down */
-	bool pending; /* write-back: closed, to be committed at due */
+	bool failed;   /* the last commit failed and close said so */
+	bool closing;  /* a thread dropped the last reference and tears down */
+	bool pending;  /* write-back: closed, to be committed at due */
+	bool flushing; /* write-back: in the flusher's PUT now */
 	double due;
 	int attempts; /* write-back commits that failed */
 	int error;    /* a failed write: never commit half a file */
@@ -282,16 +283,25 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime)
 	pthread_mutex_unlock(&f->lock);
 }
 
-int wfile_rename(struct wfile *f, const char *newpath)
+int wfile_rename(struct wfile *f, const char *newpath, bool fold)
 {
 	char *p = strdup(newpath);
 
 	if (!p)
 		return -ENOMEM;
-	pthread_mutex_lock(&f->w->lock);
+	/* f->lock: a commit in flight (which holds it) sends the name it
+	 * began with and is then in the container */
+	pthread_mutex_lock(&f->lock);
+	if (fold && f->in_container) {
+		pthread_mutex_unlock(&f->lock);
+		free(p);
+		return 1;
+	}
+	pthread_mutex_lock(&f->w->lock); /* writer_find() reads the path */
 	free(f->path);
 	f->path = p;
 	pthread_mutex_unlock(&f->w->lock);
+	pthread_mutex_unlock(&f->lock);
 	return 0;
 }
 
@@ -300,17 +310,17 @@ int wfile_error(struct wfile *f)
 	return f->error;
 }
 
-bool wfile_in_container(struct wfile *f)
-{
-	return f->in_container;
-}
-
-void wfile_unlinked(struct wfile *f)
+int wfile_unlinked(struct wfile *f, bool fold)
 {
 	pthread_mutex_lock(&f->lock);
+	if (fold && f->in_container) {
+		pthread_mutex_unlock(&f->lock);
+		return 1;
+	}
 	f->unlinked = true;
 	f->dirty = false;
 	pthread_mutex_unlock(&f->lock);
+	return 0;
 }
 
 /* The tar body of a group commit, produced as curl asks for it. */
@@ -508,13 +518,15 @@ static int commit_grouped(struct writer *w, struct item *me)
  * wall-clock second t0: unlocks it and records what was written. */
 static void landed(struct wfile *f, long t0)
 {
+	char path[PATH_MAX];
 	struct stat st;
 
 	f->dirty = false;
 	f->in_container = true;
+	snprintf(path, sizeof(path), "%s", f->path); /* renames may follow */
 	pthread_mutex_unlock(&f->lock);
 	wfile_stat(f, &st);
-	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
+	meta_committed(f->w->m, &f->ctr, path, &st, t0);
 }
 
 int wfile_commit(struct wfile *f)
@@ -524,8 +536,8 @@ int wfile_commit(struct wfile *f)
 	long t0 = (long)time(NULL);
 	int ret = 0;
 
-	me.name = strrchr(f->path, '/') + 1;
 	pthread_mutex_lock(&f->lock);
+	me.name = strrchr(f->path, '/') + 1;
 	if (f->error) {
 		ret = f->error;
 		goto out;
@@ -665,10 +677,12 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 
 	if (!items)
 		return;
+	/* locked from here to landed(): their names hold still */
+	for (size_t i = 0; i < n; i++)
+		pthread_mutex_lock(&fs[i]->lock);
 	common_parent(fs, n, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	for (size_t i = 0; i < n; i++) {
-		pthread_mutex_lock(&fs[i]->lock);
 		items[i].f = fs[i];
 		items[i].parent = dir;
 		items[i].name = fs[i]->path + dlen;
@@ -732,6 +746,7 @@ static void *flusher_main(void *arg)
 			if (f->pending &&
 			    strcmp(f->ctr.id, first->ctr.id) == 0) {
 				f->pending = false;
+				f->flushing = true;
 				f->refs++;
 				batch[n++] = f;
 			}
@@ -739,6 +754,11 @@ static void *flusher_main(void *arg)
 		pthread_mutex_unlock(&w->lock);
 		if (batch) {
 			flush_batch(w, batch, n);
+			pthread_mutex_lock(&w->lock);
+			for (size_t i = 0; i < n; i++)
+				batch[i]->flushing = false;
+			pthread_cond_broadcast(&w->flush_cond); /* settled */
+			pthread_mutex_unlock(&w->lock);
 			for (size_t i = 0; i < n; i++)
 				wfile_put(batch[i]);
 			free(batch);
@@ -763,6 +783,33 @@ int writer_set_writeback(struct writer *w, double delay)
 bool writer_writeback(const struct writer *w)
 {
 	return w->writeback > 0;
+}
+
+void writer_settle(struct writer *w, const char *ctr_id, const char *dir)
+{
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+
+	if (!w->flusher_started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		bool any = false;
+
+		for (struct wfile *f = w->files; f; f = f->next) {
+			if ((!f->pending && !f->flushing) ||
+			    strcmp(f->ctr.id, ctr_id) != 0 ||
+			    strncmp(f->path, dir, dlen) != 0 ||
+			    f->path[dlen] != '/')
+				continue;
+			any = true;
+			f->due = 0; /* now */
+		}
+		if (!any)
+			break;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_cond_wait(&w->flush_cond, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
 }
 
 void writer_drain(struct writer *w)

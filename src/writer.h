@@ -39,6 +39,11 @@ void writer_free(struct writer *w);
 int writer_set_writeback(struct writer *w, double delay);
 bool writer_writeback(const struct writer *w);
 
+/* Write-back: commits the pending files of container ctr_id below directory
+ * dir now and waits for them (and for those being sent), so that a change
+ * of dir itself (its times, its name) comes after them. */
+void writer_settle(struct writer *w, const char *ctr_id, const char *dir);
+
 /* Commits every pending file now and stops the write-back thread. */
 void writer_drain(struct writer *w);
 
@@ -76,14 +81,16 @@ int wfile_truncate(struct wfile *f, off_t size);
 void wfile_chmod(struct wfile *f, mode_t mode);
 void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
 void wfile_utimens(struct wfile *f, const struct timespec *mtime);
-int wfile_rename(struct wfile *f, const char *newpath);
 
-/* Whether the file exists in the container under its current name (it was
- * committed, or opened as an existing file). */
-bool wfile_in_container(struct wfile *f);
+/* Renames f to newpath: 0. With fold set, only while f is not in the
+ * container (its commit then goes to newpath), else 1: the caller moves it
+ * in the container first and renames it without fold. Waits for a commit
+ * in flight, which sends the old name. */
+int wfile_rename(struct wfile *f, const char *newpath, bool fold);
 
-/* Marks the file removed: it is not committed again. */
-void wfile_unlinked(struct wfile *f);
+/* Marks the file removed, so it is not committed again: 0. With fold set,
+ * only while it is not in the container, else 1 (as wfile_rename()). */
+int wfile_unlinked(struct wfile *f, bool fold);
 
 /* Sends one entry without data (a directory, a symlink, a hard link, an
  * empty file) to directory dir of the container with one PUT. */

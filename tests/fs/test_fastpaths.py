@@ -47,6 +47,74 @@ def test_writeback_batches_closed_files(mount, container, tmp_path):
     assert puts <= 15, f"{puts} PUTs for 60 files and 4 directories"
 
 
+def test_rsync_names_not_there_yet_cost_a_head_per_directory(mount, container, tmp_path):
+    """rsync -a asks for every name before it exists (its lstat, its temporary
+    file, the rename's target), seconds after the directories were made and
+    given their times. The listings ctrfs made and edited answer those, kept
+    across the times it set and confirmed with one HEAD of the directory per
+    TTL: not one HEAD per name (4 per file before)."""
+    c = container()
+    src = tmp_path / "src"
+    nfiles = 0
+    for d in range(4):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(30):
+            (src / f"d{d}" / f"f{i}").write_bytes(os.urandom(200 + i))
+            nfiles += 1
+    m = mount("-d", "-o", "writeback=0.3")
+    run_tool("rsync", "-a", f"{src}/", m.p(c, "/rs/"))
+    want = host_tree(str(src))
+    # not "mtime": rsync sets a directory's times before its files land
+    # with write-back, and their commit moves it (a known gap)
+    keys = ("type", "perm", "size", "sha256")
+    assert wait_for(lambda: not tree_diff(tar_tree(c, "/rs"), want, keys=keys),
+                    timeout=30), tree_diff(tar_tree(c, "/rs"), want, keys=keys)
+    heads = engine_log(m).count("engine: HEAD")
+    assert heads <= nfiles // 4, f"{heads} HEADs for {nfiles} files in 4 directories"
+
+
+def test_new_name_in_a_confirmed_directory_shows(mount, container):
+    """A listing past the TTL is confirmed by a HEAD of its directory only
+    while the directory is unchanged: a file made inside the container since
+    shows, and a name that is nowhere stays absent."""
+    import time
+
+    c = container()
+    c.sh("mkdir /conf && echo a > /conf/a && touch -d '2020-01-01 00:00' /conf")
+    m = mount()
+    assert sorted(os.listdir(m.p(c, "/conf"))) == ["a"]
+    time.sleep(1.5)
+    assert not os.path.exists(m.p(c, "/conf/nowhere"))  # confirmed: absent
+    c.sh("echo b > /conf/b")
+    time.sleep(1.5)
+    assert os.path.exists(m.p(c, "/conf/b"))
+    assert read_file(m.p(c, "/conf/b")) == b"b\n"
+    assert not os.path.exists(m.p(c, "/conf/nowhere"))
+    assert sorted(os.listdir(m.p(c, "/conf"))) == ["a", "b"]
+
+
+def test_rename_and_remove_while_write_back_sends_the_file(mount, container, tmp_path):
+    """A rename (rsync's temporary file) or removal that meets the write-back
+    PUT of the file in flight waits for it and is then done in the container:
+    the file lands under its new name, the removed one is gone."""
+    import time
+
+    c = container()
+    c.sh("mkdir /rn")
+    m = mount("-o", "writeback=0.2")
+    data = os.urandom(96 * 1024 * 1024)
+    for name in ("a", "b"):
+        with open(m.p(c, f"/rn/.{name}.tmp"), "wb") as f:
+            f.write(data)
+    time.sleep(0.4)  # due: the PUT of both is on its way
+    os.rename(m.p(c, "/rn/.a.tmp"), m.p(c, "/rn/a"))
+    os.unlink(m.p(c, "/rn/.b.tmp"))
+    assert wait_for(lambda: c.sh("ls -a /rn").split() == [b".", b"..", b"a"], timeout=60), \
+        c.sh("ls -a /rn")
+    assert c.cp_sha256("/rn/a") == hashlib.sha256(data).hexdigest()
+    assert sorted(os.listdir(m.p(c, "/rn"))) == ["a"]
+
+
 def test_writeback_pending_file_is_visible_and_lands(mount, container):
     c = container()
     m = mount("-o", "writeback=2")

@@ -467,6 +467,57 @@ static void test_listing_dropped_put_other_type(void)
 	cache_free(c);
 }
 
+/* ctrfs's own change of a directory's times (rsync sets an old mtime): the
+ * entries are the same, so the listing stays, confirmed as of the change. */
+static void test_listing_kept_by_own_attr_change(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFDIR | 0700, 700, 4096,
+				      CACHE_OWNER | CACHE_SAME_ENTRIES);
+	struct cache_listing l;
+
+	put_listed_dir(c, 4990, 5000);
+	a.validated = 40.0;
+	cache_put(c, "ns", "/d", &a, NULL);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	CHECK_INT(l.n, 3);
+	cache_listing_free(&l);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/new", 30.0), 0);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT(a.flags, CACHE_OWNER); /* the flag is not stored */
+	CHECK_INT(a.st.st_mtim.tv_sec, 700);
+	/* the engine then reports that old mtime: the listing holds */
+	put_dir(c, "ns", "/d", 700);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+/* A HEAD that finds a listed directory unchanged confirms the listing as of
+ * its answer, for names the listing lacks; cache_touch() likewise. */
+static void test_listing_confirmed_again(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFDIR | 0755, 1000, 4096, 0);
+
+	put_listed_dir(c, 1000, 5000); /* listed at 17.5 */
+	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 20.0), -1);
+	a.validated = 30.0;
+	cache_put(c, "ns", "/d", &a, NULL);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 20.0), 0);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/a", 20.0), 1);
+	cache_touch(c, "ns", "/d", 50.0);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 40.0), 0);
+	cache_free(c);
+
+	/* an mtime within a second of the listing: not confirmed by a touch */
+	c = cache_new(100);
+	put_listed_dir(c, 1000, 1001);
+	cache_touch(c, "ns", "/d", 50.0);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 40.0), -1);
+	cache_free(c);
+}
+
 static void test_remove(void)
 {
 	struct cache *c = cache_new(100);
@@ -737,6 +788,8 @@ int main(void)
 	test_listing_dropped_put_recent_mtime();
 	test_listing_dropped_put_new_mtime();
 	test_listing_dropped_put_other_type();
+	test_listing_kept_by_own_attr_change();
+	test_listing_confirmed_again();
 	test_remove();
 	test_remove_child_drops_parent_listing();
 	test_remove_uncached_child_drops_parent_listing();
