@@ -135,6 +135,11 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 		return 0;
 	}
 	ret = stat_path(fs, c, inner, st);
+	/* write-back: a directory's mtime as its pending entries leave it
+	 * (rsync -a checks the times it set once its files are in) */
+	if (ret == 0 && S_ISDIR(st->st_mode) &&
+	    writer_settle(fs->writer, c->id, inner, false))
+		ret = stat_path(fs, c, inner, st);
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -623,7 +628,7 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	if (ret < 0)
 		goto out_put;
 	/* a directory's pending files go in under its old name first */
-	writer_settle(fs->writer, c->id, ifrom);
+	writer_settle(fs->writer, c->id, ifrom, true);
 	w = writer_find(fs->writer, c->id, ifrom);
 	/* folded while not committed: the commit goes to ito */
 	ret = w ? wfile_rename(w, ito, true) : 1;
@@ -654,7 +659,7 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 	struct tar_entry te = {.name = base_of(inner), .st = *st};
 
 	/* files still to come into it would move its mtime again */
-	writer_settle(fs->writer, c->id, inner);
+	writer_settle(fs->writer, c->id, inner, false);
 	pathmap_parent(inner, parent, sizeof(parent));
 	return writer_put_entry(fs->writer, c, parent, &te);
 }

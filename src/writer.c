@@ -785,31 +785,42 @@ bool writer_writeback(const struct writer *w)
 	return w->writeback > 0;
 }
 
-void writer_settle(struct writer *w, const char *ctr_id, const char *dir)
+/* Whether path lies below dir (dlen bytes, 0 for "/"): anywhere, or as an
+ * entry of dir itself. */
+static bool below(const char *path, const char *dir, size_t dlen, bool deep)
+{
+	return strncmp(path, dir, dlen) == 0 && path[dlen] == '/' &&
+	       (deep || !strchr(path + dlen + 1, '/'));
+}
+
+bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
+		   bool deep)
 {
 	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
+	bool waited = false;
 
 	if (!w->flusher_started)
-		return;
+		return false;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		bool any = false;
 
 		for (struct wfile *f = w->files; f; f = f->next) {
-			if ((!f->pending && !f->flushing) ||
-			    strcmp(f->ctr.id, ctr_id) != 0 ||
-			    strncmp(f->path, dir, dlen) != 0 ||
-			    f->path[dlen] != '/')
-				continue;
-			any = true;
-			f->due = 0; /* now */
+			if ((f->pending || f->flushing) &&
+			    strcmp(f->ctr.id, ctr_id) == 0 &&
+			    below(f->path, dir, dlen, deep)) {
+				any = true;
+				f->due = 0; /* now */
+			}
 		}
 		if (!any)
 			break;
+		waited = true;
 		pthread_cond_broadcast(&w->flush_cond);
 		pthread_cond_wait(&w->flush_cond, &w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
+	return waited;
 }
 
 void writer_drain(struct writer *w)

@@ -40,9 +40,11 @@ int writer_set_writeback(struct writer *w, double delay);
 bool writer_writeback(const struct writer *w);
 
 /* Write-back: commits the pending files of container ctr_id below directory
- * dir now and waits for them (and for those being sent), so that a change
- * of dir itself (its times, its name) comes after them. */
-void writer_settle(struct writer *w, const char *ctr_id, const char *dir);
+ * dir (deep) or in it now and waits for them (and for those being sent),
+ * so that a look at dir or a change of it (its times, its name) comes after
+ * them. Whether there were any. */
+bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
+		   bool deep);
 
 /* Commits every pending file now and stops the write-back thread. */
 void writer_drain(struct writer *w);
