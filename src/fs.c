@@ -268,7 +268,7 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
 				   &cst, &h->w);
 	}
-	h->w = writer_find(fs->writer, c->id, inner);
+	h->w = writer_reopen(fs->writer, c->id, inner);
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
@@ -453,6 +453,21 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 	return ret;
 }
 
+/* A run_tool() to be made under a wfile's lock (wfile_rename/unlink). */
+struct tool_call {
+	struct fs *fs;
+	struct ctr *c;
+	const char *const *argv;
+	const char *path;
+};
+
+static int call_tool(void *arg)
+{
+	struct tool_call *t = arg;
+
+	return run_tool(t->fs, t->c, t->argv, t->path);
+}
+
 /* Resolves path for a change: a container and a path inside it. */
 static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
 			  const char **inner)
@@ -573,14 +588,13 @@ static int remove_path(const char *path, const char *tool)
 
 	if (ret < 0)
 		return ret;
-	w = writer_find(fs->writer, c->id, inner);
-	/* never committed: nothing to remove in the container */
-	if (!w || wfile_unlinked(w, true) == 1) {
+	{
 		const char *argv[] = {tool, "--", inner, NULL};
+		struct tool_call rm = {fs, c, argv, inner};
 
-		ret = run_tool(fs, c, argv, inner);
-		if (ret == 0 && w)
-			wfile_unlinked(w, false);
+		/* one never committed has nothing to remove in the container */
+		w = writer_find(fs->writer, c->id, inner);
+		ret = w ? wfile_unlink(w, call_tool, &rm) : call_tool(&rm);
 	}
 	if (w)
 		wfile_put(w);
@@ -606,7 +620,7 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	long t0 = (long)time(NULL);
 	const char *ifrom, *ito;
 	struct ctr *c, *c2;
-	struct wfile *w;
+	struct wfile *w, *t;
 	struct stat st;
 	int ret;
 
@@ -630,15 +644,20 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	/* a directory's pending files go in under its old name first */
 	writer_settle(fs->writer, c->id, ifrom, true);
 	w = writer_find(fs->writer, c->id, ifrom);
-	/* folded while not committed: the commit goes to ito */
-	ret = w ? wfile_rename(w, ito, true) : 1;
-	if (ret == 1) {
+	t = writer_find(fs->writer, c->id, ito);
+	{
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
+		struct tool_call mv = {fs, c, argv, ifrom};
 
-		ret = run_tool(fs, c, argv, ifrom);
-		if (ret == 0 && w)
-			ret = wfile_rename(w, ito, false);
+		/* one never committed is committed as ito, no mv */
+		ret = w ? wfile_rename(w, ito, call_tool, &mv) : call_tool(&mv);
 	}
+	if (ret == 0 && !w) /* a directory: what is open below follows */
+		writer_repath(fs->writer, c->id, ifrom, ito);
+	if (ret == 0 && t && t != w) /* replaced: never committed again */
+		wfile_unlink(t, NULL, NULL);
+	if (t)
+		wfile_put(t);
 	if (w)
 		wfile_put(w);
 	if (ret == 0) {
@@ -685,7 +704,9 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		ret = apply(fs, c, inner, w, NULL, arg);
 		wfile_put(w);
 	} else {
-		ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+		/* fresh: a directory's attributes go back whole in a PUT, and
+		 * its listing is kept only as confirmed now */
+		ret = meta_getattr_now(fs->meta, c, inner, &st);
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
 		/* apply() left in st what the path is now */

@@ -38,8 +38,9 @@ struct wfile {
 	bool pending;  /* write-back: closed, to be committed at due */
 	bool flushing; /* write-back: in the flusher's PUT now */
 	double due;
-	int attempts; /* write-back commits that failed */
-	int error;    /* a failed write: never commit half a file */
+	unsigned long opens; /* references taken by lookups and opens */
+	int attempts;	     /* write-back commits that failed */
+	int error;	     /* a failed write: never commit half a file */
 	struct wfile *next;
 };
 
@@ -67,6 +68,7 @@ struct writer {
 	pthread_t flusher;
 	bool flusher_started;
 	bool draining; /* commit everything pending now */
+	bool inflight; /* the flusher holds a batch (until its files are put) */
 	bool stopping;
 	pthread_cond_t flush_cond;
 };
@@ -98,6 +100,14 @@ void writer_free(struct writer *w)
 	free(w);
 }
 
+/* Whether path lies below dir (dlen bytes, 0 for "/"): anywhere, or as an
+ * entry of dir itself. */
+static bool below(const char *path, const char *dir, size_t dlen, bool deep)
+{
+	return strncmp(path, dir, dlen) == 0 && path[dlen] == '/' &&
+	       (deep || !strchr(path + dlen + 1, '/'));
+}
+
 static struct wfile *find_locked(struct writer *w, const char *ctr_id,
 				 const char *path)
 {
@@ -108,19 +118,39 @@ static struct wfile *find_locked(struct writer *w, const char *ctr_id,
 	return NULL;
 }
 
-struct wfile *writer_find(struct writer *w, const char *ctr_id,
-			  const char *path)
+/* A reference to f (w->lock held); reopen takes it out of the write-back
+ * queue: it is being written again. */
+static void take_locked(struct wfile *f, bool reopen)
+{
+	f->refs++;
+	f->opens++;
+	if (reopen)
+		f->pending = false;
+}
+
+static struct wfile *find_ref(struct writer *w, const char *ctr_id,
+			      const char *path, bool reopen)
 {
 	struct wfile *f;
 
 	pthread_mutex_lock(&w->lock);
 	f = find_locked(w, ctr_id, path);
-	if (f) {
-		f->refs++;
-		f->pending = false;
-	}
+	if (f)
+		take_locked(f, reopen);
 	pthread_mutex_unlock(&w->lock);
 	return f;
+}
+
+struct wfile *writer_find(struct writer *w, const char *ctr_id,
+			  const char *path)
+{
+	return find_ref(w, ctr_id, path, false);
+}
+
+struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
+			    const char *path)
+{
+	return find_ref(w, ctr_id, path, true);
 }
 
 int writer_open(struct writer *w, const struct ctr *c, const char *path,
@@ -130,19 +160,11 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	struct wfile *f;
 	int ret;
 
-	pthread_mutex_lock(&w->lock);
-	f = find_locked(w, c->id, path);
-	if (f) {
-		f->refs++;
-		f->pending = false;
-		pthread_mutex_unlock(&w->lock);
-		if (flags & O_TRUNC)
-			wfile_truncate(f, 0);
-		*out = f;
-		return 0;
-	}
-	pthread_mutex_unlock(&w->lock);
+	struct wfile *other;
 
+	f = writer_reopen(w, c->id, path);
+	if (f)
+		goto shared;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -170,9 +192,27 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	if (!existing || (flags & O_TRUNC))
 		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
 	pthread_mutex_lock(&w->lock);
-	f->next = w->files;
-	w->files = f;
+	/* another open of the path may have won while this one copied */
+	other = find_locked(w, c->id, path);
+	if (other) {
+		take_locked(other, true);
+	} else {
+		f->next = w->files;
+		w->files = f;
+	}
 	pthread_mutex_unlock(&w->lock);
+	if (!other) {
+		*out = f;
+		return 0;
+	}
+	pthread_mutex_destroy(&f->lock);
+	close(f->fd);
+	free(f->path);
+	free(f);
+	f = other;
+shared:
+	if (flags & O_TRUNC)
+		wfile_truncate(f, 0);
 	*out = f;
 	return 0;
 out_lock:
@@ -196,7 +236,7 @@ static void touch_mtime(struct wfile *f)
 struct wfile *wfile_get(struct wfile *f)
 {
 	pthread_mutex_lock(&f->w->lock);
-	f->refs++;
+	take_locked(f, false);
 	pthread_mutex_unlock(&f->w->lock);
 	return f;
 }
@@ -227,11 +267,10 @@ ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off)
 	return n < 0 ? -errno : n;
 }
 
-void wfile_stat(struct wfile *f, struct stat *st)
+static void stat_locked(struct wfile *f, struct stat *st)
 {
 	struct stat sp;
 
-	pthread_mutex_lock(&f->lock);
 	*st = f->st;
 	if (fstat(f->fd, &sp) == 0) {
 		st->st_size = sp.st_size;
@@ -239,6 +278,12 @@ void wfile_stat(struct wfile *f, struct stat *st)
 	}
 	st->st_atim = st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
+}
+
+void wfile_stat(struct wfile *f, struct stat *st)
+{
+	pthread_mutex_lock(&f->lock);
+	stat_locked(f, st);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -283,26 +328,37 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime)
 	pthread_mutex_unlock(&f->lock);
 }
 
-int wfile_rename(struct wfile *f, const char *newpath, bool fold)
+/* f->lock held: f's name is newpath from now on (p, allocated). */
+static void set_path_locked(struct wfile *f, char *p)
 {
-	char *p = strdup(newpath);
-
-	if (!p)
-		return -ENOMEM;
-	/* f->lock: a commit in flight (which holds it) sends the name it
-	 * began with and is then in the container */
-	pthread_mutex_lock(&f->lock);
-	if (fold && f->in_container) {
-		pthread_mutex_unlock(&f->lock);
-		free(p);
-		return 1;
-	}
 	pthread_mutex_lock(&f->w->lock); /* writer_find() reads the path */
 	free(f->path);
 	f->path = p;
 	pthread_mutex_unlock(&f->w->lock);
+}
+
+/*
+ * f->lock is held throughout: a commit in flight (which holds it) sends
+ * the name it began with and is then in the container, and no commit can
+ * come between the change in the container and the change of f.
+ */
+int wfile_rename(struct wfile *f, const char *newpath, int (*move)(void *),
+		 void *arg)
+{
+	char *p = strdup(newpath);
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	pthread_mutex_lock(&f->lock);
+	if (f->in_container)
+		ret = move(arg);
+	if (ret == 0)
+		set_path_locked(f, p);
+	else
+		free(p);
 	pthread_mutex_unlock(&f->lock);
-	return 0;
+	return ret;
 }
 
 int wfile_error(struct wfile *f)
@@ -310,17 +366,64 @@ int wfile_error(struct wfile *f)
 	return f->error;
 }
 
-int wfile_unlinked(struct wfile *f, bool fold)
+int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 {
+	int ret = 0;
+
 	pthread_mutex_lock(&f->lock);
-	if (fold && f->in_container) {
-		pthread_mutex_unlock(&f->lock);
-		return 1;
+	if (f->in_container && remove)
+		ret = remove(arg);
+	if (ret == 0) {
+		pthread_mutex_lock(&f->w->lock); /* find_locked() reads it */
+		f->unlinked = true;
+		pthread_mutex_unlock(&f->w->lock);
+		f->dirty = false;
 	}
-	f->unlinked = true;
-	f->dirty = false;
 	pthread_mutex_unlock(&f->lock);
-	return 0;
+	return ret;
+}
+
+void writer_repath(struct writer *w, const char *ctr_id, const char *from,
+		   const char *to)
+{
+	size_t flen = strlen(from), n = 0, cap = 0;
+	struct wfile **list = NULL;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct wfile *f = w->files; f; f = f->next) {
+		if (strcmp(f->ctr.id, ctr_id) != 0 ||
+		    !below(f->path, from, flen, true))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct wfile **nl = realloc(list, ncap * sizeof(*nl));
+
+			if (!nl)
+				break; /* the rest commit to the old name */
+			list = nl;
+			cap = ncap;
+		}
+		take_locked(f, false);
+		list[n++] = f;
+	}
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = list[i];
+		char p[PATH_MAX];
+
+		pthread_mutex_lock(&f->lock);
+		if (below(f->path, from, flen, true) &&
+		    (size_t)snprintf(p, sizeof(p), "%s%s", to, f->path + flen) <
+			sizeof(p)) {
+			char *np = strdup(p);
+
+			if (np)
+				set_path_locked(f, np);
+		}
+		pthread_mutex_unlock(&f->lock);
+		wfile_put(f);
+	}
+	free(list);
 }
 
 /* The tar body of a group commit, produced as curl asks for it. */
@@ -479,8 +582,15 @@ static int commit_grouped(struct writer *w, struct item *me)
 		}
 		nb = realloc(w->busy, (w->nbusy + 1) * sizeof(*nb));
 		if (!nb) {
+			/* me lives on the caller's stack */
+			for (struct item **q = &w->queue; *q; q = &(*q)->next) {
+				if (*q == me) {
+					*q = me->next;
+					break;
+				}
+			}
 			pthread_mutex_unlock(&w->lock);
-			return -ENOMEM; /* still queued: cannot happen twice */
+			return -ENOMEM;
 		}
 		w->busy = nb;
 		w->busy[w->nbusy++] = key;
@@ -518,15 +628,14 @@ static int commit_grouped(struct writer *w, struct item *me)
  * wall-clock second t0: unlocks it and records what was written. */
 static void landed(struct wfile *f, long t0)
 {
-	char path[PATH_MAX];
 	struct stat st;
 
 	f->dirty = false;
 	f->in_container = true;
-	snprintf(path, sizeof(path), "%s", f->path); /* renames may follow */
+	stat_locked(f, &st);
+	/* before a rename or unlink waiting for f can change what it says */
+	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 	pthread_mutex_unlock(&f->lock);
-	wfile_stat(f, &st);
-	meta_committed(f->w->m, &f->ctr, path, &st, t0);
 }
 
 int wfile_commit(struct wfile *f)
@@ -560,40 +669,44 @@ void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
 	struct wfile **pp;
-	bool last;
+	unsigned long opens;
 
 	pthread_mutex_lock(&w->lock);
-	last = --f->refs == 0;
-	if (last && f->closing) {
-		/* revived and dropped while another thread closes it: that
-		 * thread frees it */
+	if (--f->refs > 0 || f->closing) {
+		/* still used; or revived and dropped while another thread
+		 * closes it: that thread looks again */
 		pthread_mutex_unlock(&w->lock);
 		return;
 	}
-	if (last && w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
-	    f->attempts < 3) {
-		f->pending = true;
-		f->due = now_mono() + w->writeback;
-		pthread_cond_broadcast(&w->flush_cond);
-		pthread_mutex_unlock(&w->lock);
-		return;
-	}
-	if (last)
+	for (;;) {
+		if (w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
+		    f->attempts < 3) {
+			if (!f->pending) { /* a lookup keeps the due time */
+				f->pending = true;
+				f->due = now_mono() + w->writeback;
+			}
+			pthread_cond_broadcast(&w->flush_cond);
+			pthread_mutex_unlock(&w->lock);
+			return;
+		}
 		f->closing = true;
-	pthread_mutex_unlock(&w->lock);
-	if (!last)
-		return;
-	if (f->attempts >= 3)
-		log_err("gave up writing '%s' in container '%s': its data is "
-			"lost",
-			f->path, f->ctr.name);
-	else if (!f->failed)	 /* a failed close was told already */
-		wfile_commit(f); /* failures are logged; nobody is left */
-	pthread_mutex_lock(&w->lock);
-	if (f->refs > 0) { /* reopened meanwhile: its last put frees it */
-		f->closing = false;
+		opens = f->opens;
 		pthread_mutex_unlock(&w->lock);
-		return;
+		if (f->attempts >= 3)
+			log_err("gave up writing '%s' in container '%s': its "
+				"data is lost",
+				f->path, f->ctr.name);
+		else if (!f->failed)	 /* a failed close was told already */
+			wfile_commit(f); /* failures are logged */
+		pthread_mutex_lock(&w->lock);
+		f->closing = false;
+		if (f->refs > 0) { /* reopened: its last put decides */
+			pthread_mutex_unlock(&w->lock);
+			return;
+		}
+		if (f->opens == opens)
+			break;
+		/* reopened, maybe written, and dropped meanwhile: again */
 	}
 	for (pp = &w->files; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
@@ -675,11 +788,29 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 	size_t dlen;
 	int ret;
 
+	size_t k = 0;
+
 	if (!items)
 		return;
-	/* locked from here to landed(): their names hold still */
-	for (size_t i = 0; i < n; i++)
-		pthread_mutex_lock(&fs[i]->lock);
+	/* locked from here to landed(): their names hold still. One removed,
+	 * rewritten (and committed) or broken since it was queued is left
+	 * out; fs is reordered, the caller puts all n. */
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = fs[i];
+
+		pthread_mutex_lock(&f->lock);
+		if (!f->dirty || f->unlinked || f->error) {
+			pthread_mutex_unlock(&f->lock);
+			continue;
+		}
+		fs[i] = fs[k];
+		fs[k++] = f;
+	}
+	n = k;
+	if (n == 0) {
+		free(items);
+		return;
+	}
 	common_parent(fs, n, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	for (size_t i = 0; i < n; i++) {
@@ -741,6 +872,7 @@ static void *flusher_main(void *arg)
 			if (f->pending && strcmp(f->ctr.id, first->ctr.id) == 0)
 				n++;
 		batch = malloc(n * sizeof(*batch));
+		w->inflight = batch != NULL;
 		n = 0;
 		for (struct wfile *f = w->files; batch && f; f = f->next) {
 			if (f->pending &&
@@ -757,13 +889,15 @@ static void *flusher_main(void *arg)
 			pthread_mutex_lock(&w->lock);
 			for (size_t i = 0; i < n; i++)
 				batch[i]->flushing = false;
-			pthread_cond_broadcast(&w->flush_cond); /* settled */
 			pthread_mutex_unlock(&w->lock);
+			/* a failed one is queued again by its put */
 			for (size_t i = 0; i < n; i++)
 				wfile_put(batch[i]);
 			free(batch);
 		}
 		pthread_mutex_lock(&w->lock);
+		w->inflight = false;
+		pthread_cond_broadcast(&w->flush_cond); /* settled */
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -771,26 +905,23 @@ static void *flusher_main(void *arg)
 
 int writer_set_writeback(struct writer *w, double delay)
 {
+	int ret;
+
 	if (delay <= 0 || w->flusher_started)
 		return 0;
+	ret = pthread_create(&w->flusher, NULL, flusher_main, w);
+	if (ret != 0)
+		return -ret; /* closes commit at once */
+	pthread_mutex_lock(&w->lock);
 	w->writeback = delay;
-	if (pthread_create(&w->flusher, NULL, flusher_main, w) != 0)
-		return -errno;
 	w->flusher_started = true;
+	pthread_mutex_unlock(&w->lock);
 	return 0;
 }
 
 bool writer_writeback(const struct writer *w)
 {
 	return w->writeback > 0;
-}
-
-/* Whether path lies below dir (dlen bytes, 0 for "/"): anywhere, or as an
- * entry of dir itself. */
-static bool below(const char *path, const char *dir, size_t dlen, bool deep)
-{
-	return strncmp(path, dir, dlen) == 0 && path[dlen] == '/' &&
-	       (deep || !strchr(path + dlen + 1, '/'));
 }
 
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
@@ -834,7 +965,7 @@ void writer_drain(struct writer *w)
 
 		for (struct wfile *f = w->files; f; f = f->next)
 			any = any || f->pending;
-		if (!any)
+		if (!any && !w->inflight)
 			break;
 		pthread_cond_broadcast(&w->flush_cond);
 		pthread_cond_wait(&w->flush_cond, &w->lock);

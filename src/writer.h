@@ -60,9 +60,13 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		int flags, const struct stat *existing,
 		const struct stat *create, struct wfile **out);
 
-/* The open wfile of path, referenced, or NULL. */
+/* The open (or write-back pending) wfile of path, referenced, or NULL.
+ * writer_reopen() is for writing to it again: it leaves the write-back
+ * queue until its last reference is dropped. */
 struct wfile *writer_find(struct writer *w, const char *ctr_id,
 			  const char *path);
+struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
+			    const char *path);
 
 /* Another reference to f, for wfile_put(). */
 struct wfile *wfile_get(struct wfile *f);
@@ -84,15 +88,22 @@ void wfile_chmod(struct wfile *f, mode_t mode);
 void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
 void wfile_utimens(struct wfile *f, const struct timespec *mtime);
 
-/* Renames f to newpath: 0. With fold set, only while f is not in the
- * container (its commit then goes to newpath), else 1: the caller moves it
- * in the container first and renames it without fold. Waits for a commit
- * in flight, which sends the old name. */
-int wfile_rename(struct wfile *f, const char *newpath, bool fold);
+/*
+ * Renames f to newpath. While f is not in the container that is all: its
+ * commit goes to newpath. Else move(arg) moves it there first (an exec) and
+ * its error is returned. f's lock is held throughout, so a commit in flight
+ * is waited for and none comes between the two.
+ */
+int wfile_rename(struct wfile *f, const char *newpath, int (*move)(void *),
+		 void *arg);
 
-/* Marks the file removed, so it is not committed again: 0. With fold set,
- * only while it is not in the container, else 1 (as wfile_rename()). */
-int wfile_unlinked(struct wfile *f, bool fold);
+/* Marks f removed, never to be committed again; when it is in the
+ * container, remove(arg) (unless NULL) removes it there first, as above. */
+int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg);
+
+/* After a directory from was renamed to to: the wfiles below it follow. */
+void writer_repath(struct writer *w, const char *ctr_id, const char *from,
+		   const char *to);
 
 /* Sends one entry without data (a directory, a symlink, a hard link, an
  * empty file) to directory dir of the container with one PUT. */

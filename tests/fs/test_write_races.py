@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Files being written meet renames, removals, lookups and each other: what
+lands in the container is what the calls said (checked in the container)."""
+
+import os
+import threading
+import time
+
+from conftest import wait_for
+
+
+def ls(c, path):
+    return sorted(c.sh('ls -a "$1"', path).decode().split())
+
+
+def test_rename_onto_a_file_being_written_replaces_it(mount, container):
+    """mv f.tmp f while f itself still waits for its write-back PUT: f's
+    old data must not land over the renamed file."""
+    c = container()
+    c.sh("mkdir /ro")
+    m = mount("-o", "writeback=1")
+    with open(m.p(c, "/ro/f"), "w") as f:
+        f.write("old\n")
+    with open(m.p(c, "/ro/f.tmp"), "w") as f:
+        f.write("new\n")
+    os.rename(m.p(c, "/ro/f.tmp"), m.p(c, "/ro/f"))
+    with open(m.p(c, "/ro/f")) as f:
+        assert f.read() == "new\n"
+    assert wait_for(lambda: ls(c, "/ro") == [".", "..", "f"], timeout=30), ls(c, "/ro")
+    time.sleep(1.5)  # anything still due has gone by now
+    assert c.exec("cat", "/ro/f") == b"new\n"
+
+
+def test_directory_renamed_under_an_open_file(mount, container):
+    """A file open for writing in a directory that is renamed is committed
+    in the directory's new place, with all its data."""
+    c = container()
+    c.sh("mkdir /d1")
+    m = mount()
+    f = open(m.p(c, "/d1/f"), "wb")
+    try:
+        f.write(b"first half\n")
+        f.flush()
+        os.rename(m.p(c, "/d1"), m.p(c, "/d2"))
+        f.write(b"second half\n")
+    finally:
+        f.close()
+    assert c.exec("cat", "/d2/f") == b"first half\nsecond half\n"
+    assert c.sh("test -e /d1 && echo yes || echo no") == b"no\n"
+
+
+def test_concurrent_appends_share_one_file(mount, container):
+    """Two opens for appending that race while the current content is
+    fetched share one file being written: both appends land."""
+    c = container()
+    base = os.urandom(8 * 1024 * 1024)
+    c.sh("cat > /app", input=base)
+    m = mount()
+    path = m.p(c, "/app")
+    barrier = threading.Barrier(2)
+    fds = [None, None]
+    errors = []
+
+    def opener(i):
+        barrier.wait()
+        try:
+            fds[i] = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=opener, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    try:
+        os.write(fds[0], b"A" * 100)
+        os.write(fds[1], b"B" * 100)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    got = c.exec("cat", "/app")
+    assert len(got) == len(base) + 200
+    assert got[: len(base)] == base
+    assert got[len(base):] == b"A" * 100 + b"B" * 100
