@@ -246,7 +246,7 @@ static void merge(struct cache *c, struct node *n,
 	    (old.st.st_mode & S_IFMT) == (attr->st.st_mode & S_IFMT);
 	bool same_mtime = old.st.st_mtim.tv_sec == attr->st.st_mtim.tv_sec;
 	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
-	bool keep;
+	bool holds;
 
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
@@ -279,13 +279,13 @@ static void merge(struct cache *c, struct node *n,
 	}
 	if (!n->names)
 		return;
-	keep = same_type &&
-	       (same_entries ||
-		listing_holds(n, attr->st.st_mtim.tv_sec, same_mtime));
-	if (!keep)
+	holds = listing_holds(n, attr->st.st_mtim.tv_sec, same_mtime);
+	if (!same_type || !(holds || same_entries))
 		drop_listing(n);
-	else if (attr->validated > n->listed_at)
+	else if (holds && attr->validated > n->listed_at)
 		n->listed_at = attr->validated; /* whole as of this answer */
+	/* same_entries alone keeps the names as confirmed before: ctrfs
+	 * changed no entry, but cannot tell that nobody else did */
 }
 
 bool cache_put(struct cache *c, const char *ns, const char *path,
@@ -322,6 +322,7 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->hash = h;
 	n->attr = *attr;
 	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES);
+	n->own_from = 1; /* no change of ours yet: an empty window */
 	if (link) {
 		n->link = strdup(link);
 		if (n->link)
@@ -345,8 +346,10 @@ void cache_touch(struct cache *c, const char *ns, const char *path, double now)
 	n = lookup(c, ns, path);
 	if (n) {
 		n->attr.validated = now;
-		if (n->names && now > n->listed_at &&
-		    listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+		if (n->names &&
+		    !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+			drop_listing(n); /* cannot be confirmed: list again */
+		else if (n->names && now > n->listed_at)
 			n->listed_at = now; /* confirmed whole */
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -436,6 +439,7 @@ void cache_drop_ns(struct cache *c, const char *ns)
 			if (n->keylen > nslen &&
 			    memcmp(n->key, ns, nslen) == 0) {
 				*pp = n->next;
+				c->data_bytes -= n->datalen;
 				node_free(n);
 				c->count--;
 			} else {

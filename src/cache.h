@@ -16,8 +16,8 @@
 #define CACHE_OWNER 1u /* uid, gid and nlink come from a tar header */
 #define CACHE_LINK  2u /* the raw symlink target is known */
 /* For cache_put() of ctrfs's own change of a directory's attributes: its
- * entries are as they were, so its listing stays, confirmed now. Not kept
- * in the stored flags. */
+ * entries are as ctrfs left them, so its listing stays, as confirmed
+ * before (a new mtime does not drop it). Not kept in the stored flags. */
 #define CACHE_SAME_ENTRIES 4u
 
 struct cache_attr {
@@ -54,15 +54,16 @@ int cache_get(struct cache *c, const char *ns, const char *path,
  * mtime keeps its known target, and a directory keeps its listing only when
  * its mtime is unchanged and older than the listing's snapshot by more than
  * a second (mtimes in whole seconds cannot order changes within one), or
- * attr has CACHE_SAME_ENTRIES; a listing kept is confirmed as of attr's.
+ * within ctrfs's own last change of it, or attr has CACHE_SAME_ENTRIES; a
+ * listing kept by the first two is confirmed as of attr's validation.
  * Returns true when the cache is nearly full, so bulk loaders can stop
  * recording what nobody asked for.
  */
 bool cache_put(struct cache *c, const char *ns, const char *path,
 	       const struct cache_attr *attr, const char *link);
 
-/* Marks an entry confirmed unchanged at time now (a directory's listing
- * too, when the rules of cache_put() keep it). */
+/* Marks an entry confirmed unchanged at time now; a directory's listing
+ * is confirmed too when the rules of cache_put() keep it, else dropped. */
 void cache_touch(struct cache *c, const char *ns, const char *path, double now);
 
 /* Forgets a path and the listing of its parent directory. */

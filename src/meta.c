@@ -160,9 +160,14 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		fill_defaults(&a.st);
 		cache_put(m->c, c->id, path, &a, NULL);
 		cache_listing_add(m->c, c->id, path);
-		if (S_ISDIR(st->st_mode)) /* made by us: empty */
+		if (S_ISDIR(st->st_mode)) { /* made by us: empty */
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
 					  (long)time(NULL));
+			/* its mtime is of our making, like a change in it */
+			cache_dir_changed(m->c, c->id, path, since - 1,
+					  (long)time(NULL) + 1, now_mono());
+			cache_touch(m->c, c->id, path, now_mono());
+		}
 	}
 	parent_changed(m, c, path, since);
 }
@@ -478,6 +483,21 @@ static bool absent(struct meta *m, struct ctr *c, const char *path)
 	    !stale(m, c, a.validated) || revalidate(m, c, parent, &a, true) < 0)
 		return false;
 	return cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0;
+}
+
+int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
+		     struct stat *st)
+{
+	struct cache_attr a;
+	int ret;
+
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
+	    !(m->busy && m->busy(c->id))) {
+		ret = revalidate(m, c, path, &a, true);
+		if (ret < 0)
+			return ret;
+	}
+	return meta_getattr(m, c, path, st, NULL, 0);
 }
 
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,

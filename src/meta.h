@@ -43,6 +43,11 @@ void meta_free(struct meta *m);
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 struct stat *st, char *link, size_t linklen);
 
+/* The same, asked of the engine now (unless a transfer of ours holds the
+ * container): for a change that writes the attributes back. */
+int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
+		     struct stat *st);
+
 /* The complete listing of directory dir, each child with its attributes. */
 int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out);

@@ -468,7 +468,8 @@ static void test_listing_dropped_put_other_type(void)
 }
 
 /* ctrfs's own change of a directory's times (rsync sets an old mtime): the
- * entries are the same, so the listing stays, confirmed as of the change. */
+ * entries are as ctrfs left them, so the names stay, as confirmed before;
+ * the engine's next answer with that mtime confirms them again. */
 static void test_listing_kept_by_own_attr_change(void)
 {
 	struct cache *c = cache_new(100);
@@ -476,20 +477,22 @@ static void test_listing_kept_by_own_attr_change(void)
 				      CACHE_OWNER | CACHE_SAME_ENTRIES);
 	struct cache_listing l;
 
-	put_listed_dir(c, 4990, 5000);
+	put_listed_dir(c, 4990, 5000); /* listed at 17.5 */
 	a.validated = 40.0;
 	cache_put(c, "ns", "/d", &a, NULL);
 	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
 	CHECK_INT(l.n, 3);
 	cache_listing_free(&l);
-	CHECK_INT(cache_in_listing(c, "ns", "/d/new", 30.0), 0);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/new", 10.0), 0);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/new", 30.0), -1);
 	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
 	CHECK_INT(a.flags, CACHE_OWNER); /* the flag is not stored */
 	CHECK_INT(a.st.st_mtim.tv_sec, 700);
-	/* the engine then reports that old mtime: the listing holds */
-	put_dir(c, "ns", "/d", 700);
-	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
-	cache_listing_free(&l);
+	/* the engine then reports that old mtime: confirmed as of then */
+	a = attr_of(S_IFDIR | 0700, 700, 4096, 0);
+	a.validated = 50.0;
+	cache_put(c, "ns", "/d", &a, NULL);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/new", 45.0), 0);
 	cache_free(c);
 }
 
@@ -499,6 +502,7 @@ static void test_listing_confirmed_again(void)
 {
 	struct cache *c = cache_new(100);
 	struct cache_attr a = attr_of(S_IFDIR | 0755, 1000, 4096, 0);
+	struct cache_listing l;
 
 	put_listed_dir(c, 1000, 5000); /* listed at 17.5 */
 	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 20.0), -1);
@@ -510,11 +514,13 @@ static void test_listing_confirmed_again(void)
 	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 40.0), 0);
 	cache_free(c);
 
-	/* an mtime within a second of the listing: not confirmed by a touch */
+	/* an mtime within a second of the listing cannot be confirmed: the
+	 * listing goes, so that the next readdir lists again */
 	c = cache_new(100);
 	put_listed_dir(c, 1000, 1001);
 	cache_touch(c, "ns", "/d", 50.0);
-	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 40.0), -1);
+	CHECK_INT(cache_in_listing(c, "ns", "/d/x", 0.0), -1);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
 	cache_free(c);
 }
 
