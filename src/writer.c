@@ -927,31 +927,47 @@ bool writer_writeback(const struct writer *w)
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep)
 {
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir);
-	bool waited = false;
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n = 0, cap = 0;
+	struct wfile **list = NULL;
 
 	if (!w->flusher_started)
 		return false;
+	/* the files pending now, not those closed while we wait: a writer
+	 * that keeps closing files there must not hold us up for good */
 	pthread_mutex_lock(&w->lock);
+	for (struct wfile *f = w->files; f; f = f->next) {
+		if (!(f->pending || f->flushing) ||
+		    strcmp(f->ctr.id, ctr_id) != 0 ||
+		    !below(f->path, dir, dlen, deep))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct wfile **nl = realloc(list, ncap * sizeof(*nl));
+
+			if (!nl)
+				break; /* waits for fewer */
+			list = nl;
+			cap = ncap;
+		}
+		take_locked(f, false);
+		f->due = 0; /* now */
+		list[n++] = f;
+	}
 	for (;;) {
 		bool any = false;
 
-		for (struct wfile *f = w->files; f; f = f->next) {
-			if ((f->pending || f->flushing) &&
-			    strcmp(f->ctr.id, ctr_id) == 0 &&
-			    below(f->path, dir, dlen, deep)) {
-				any = true;
-				f->due = 0; /* now */
-			}
-		}
+		for (size_t i = 0; i < n && !any; i++)
+			any = list[i]->pending || list[i]->flushing;
 		if (!any)
 			break;
-		waited = true;
 		pthread_cond_broadcast(&w->flush_cond);
 		pthread_cond_wait(&w->flush_cond, &w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
-	return waited;
+	for (size_t i = 0; i < n; i++)
+		wfile_put(list[i]); /* a failed one is queued again here */
+	free(list);
+	return n > 0;
 }
 
 void writer_drain(struct writer *w)

@@ -39,10 +39,10 @@ void writer_free(struct writer *w);
 int writer_set_writeback(struct writer *w, double delay);
 bool writer_writeback(const struct writer *w);
 
-/* Write-back: commits the pending files of container ctr_id below directory
+/* Write-back: commits the files of container ctr_id pending below directory
  * dir (deep) or in it now and waits for them (and for those being sent),
  * so that a look at dir or a change of it (its times, its name) comes after
- * them. Whether there were any. */
+ * them; not for files closed meanwhile. Whether there were any. */
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep);
 
