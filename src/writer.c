@@ -383,29 +383,47 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 	return ret;
 }
 
-void writer_repath(struct writer *w, const char *ctr_id, const char *from,
-		   const char *to)
+/*
+ * w->lock held: references to the wfiles of container ctr_id below dir
+ * (dlen and deep as for below()), only those pending or being sent when
+ * queued is set, in a new array of *n (fewer when memory runs out).
+ */
+static struct wfile **collect_locked(struct writer *w, const char *ctr_id,
+				     const char *dir, size_t dlen, bool deep,
+				     bool queued, size_t *n)
 {
-	size_t flen = strlen(from), n = 0, cap = 0;
 	struct wfile **list = NULL;
+	size_t cap = 0;
 
-	pthread_mutex_lock(&w->lock);
+	*n = 0;
 	for (struct wfile *f = w->files; f; f = f->next) {
-		if (strcmp(f->ctr.id, ctr_id) != 0 ||
-		    !below(f->path, from, flen, true))
+		if ((queued && !f->pending && !f->flushing) ||
+		    strcmp(f->ctr.id, ctr_id) != 0 ||
+		    !below(f->path, dir, dlen, deep))
 			continue;
-		if (n == cap) {
+		if (*n == cap) {
 			size_t ncap = cap ? 2 * cap : 16;
 			struct wfile **nl = realloc(list, ncap * sizeof(*nl));
 
 			if (!nl)
-				break; /* the rest commit to the old name */
+				break;
 			list = nl;
 			cap = ncap;
 		}
 		take_locked(f, false);
-		list[n++] = f;
+		list[(*n)++] = f;
 	}
+	return list;
+}
+
+void writer_repath(struct writer *w, const char *ctr_id, const char *from,
+		   const char *to)
+{
+	size_t flen = strlen(from), n;
+	struct wfile **list;
+
+	pthread_mutex_lock(&w->lock);
+	list = collect_locked(w, ctr_id, from, flen, true, false, &n);
 	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = list[i];
@@ -927,32 +945,17 @@ bool writer_writeback(const struct writer *w)
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep)
 {
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n = 0, cap = 0;
-	struct wfile **list = NULL;
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	struct wfile **list;
 
 	if (!w->flusher_started)
 		return false;
 	/* the files pending now, not those closed while we wait: a writer
 	 * that keeps closing files there must not hold us up for good */
 	pthread_mutex_lock(&w->lock);
-	for (struct wfile *f = w->files; f; f = f->next) {
-		if (!(f->pending || f->flushing) ||
-		    strcmp(f->ctr.id, ctr_id) != 0 ||
-		    !below(f->path, dir, dlen, deep))
-			continue;
-		if (n == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			struct wfile **nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl)
-				break; /* waits for fewer */
-			list = nl;
-			cap = ncap;
-		}
-		take_locked(f, false);
-		f->due = 0; /* now */
-		list[n++] = f;
-	}
+	list = collect_locked(w, ctr_id, dir, dlen, deep, true, &n);
+	for (size_t i = 0; i < n; i++)
+		list[i]->due = 0; /* now */
 	for (;;) {
 		bool any = false;
 
