@@ -677,8 +677,6 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {.name = base_of(inner), .st = *st};
 
-	/* files still to come into it would move its mtime again */
-	writer_settle(fs->writer, c->id, inner, false);
 	pathmap_parent(inner, parent, sizeof(parent));
 	return writer_put_entry(fs->writer, c, parent, &te);
 }
@@ -704,8 +702,10 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		ret = apply(fs, c, inner, w, NULL, arg);
 		wfile_put(w);
 	} else {
-		/* fresh: a directory's attributes go back whole in a PUT, and
-		 * its listing is kept only as confirmed now */
+		/* a directory's files still to come would move its mtime
+		 * again; then fresh: its attributes go back whole in a PUT,
+		 * and its listing is kept only as confirmed now */
+		writer_settle(fs->writer, c->id, inner, false);
 		ret = meta_getattr_now(fs->meta, c, inner, &st);
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
