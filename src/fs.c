@@ -703,8 +703,8 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		wfile_put(w);
 	} else {
 		/* a directory's files still to come would move its mtime
-		 * again; then fresh: its attributes go back whole in a PUT,
-		 * and its listing is kept only as confirmed now */
+		 * again; then fresh (meta_getattr_now): its attributes go
+		 * back whole in a PUT */
 		writer_settle(fs->writer, c->id, inner, false);
 		ret = meta_getattr_now(fs->meta, c, inner, &st);
 		if (ret == 0)

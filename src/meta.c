@@ -492,7 +492,7 @@ int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	if (cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
-	    !(m->busy && m->busy(c->id))) {
+	    S_ISDIR(a.st.st_mode) && !(m->busy && m->busy(c->id))) {
 		ret = revalidate(m, c, path, &a, true);
 		if (ret < 0)
 			return ret;

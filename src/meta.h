@@ -43,8 +43,10 @@ void meta_free(struct meta *m);
 int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 struct stat *st, char *link, size_t linklen);
 
-/* The same, asked of the engine now (unless a transfer of ours holds the
- * container): for a change that writes the attributes back. */
+/* The same, but a directory's asked of the engine now (unless a transfer
+ * of ours holds the container): a change of its mode, owner or times PUTs
+ * them all back, and a stale mtime would hide a change made inside. Other
+ * types are changed by a tool that touches one attribute: no HEAD. */
 int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
 		     struct stat *st);
 

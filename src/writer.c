@@ -153,14 +153,22 @@ struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
 	return find_ref(w, ctr_id, path, true);
 }
 
+/* A wfile nobody references any more, or never listed. */
+static void wfile_free(struct wfile *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	pthread_mutex_destroy(&f->lock);
+	free(f->path);
+	free(f);
+}
+
 int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		int flags, const struct stat *existing,
 		const struct stat *create, struct wfile **out)
 {
-	struct wfile *f;
+	struct wfile *f, *other;
 	int ret;
-
-	struct wfile *other;
 
 	f = writer_reopen(w, c->id, path);
 	if (f)
@@ -168,6 +176,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
+	pthread_mutex_init(&f->lock, NULL);
 	f->w = w;
 	f->refs = 1;
 	f->ctr = *c;
@@ -179,7 +188,6 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			c->name, strerror(-ret));
 		goto out_free;
 	}
-	pthread_mutex_init(&f->lock, NULL);
 	f->st = existing ? *existing : *create;
 	f->st.st_nlink = 1;
 	f->in_container = existing != NULL;
@@ -187,7 +195,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	if (existing && !(flags & O_TRUNC) && existing->st_size > 0) {
 		ret = reader_copy(w->e, w->m, c, path, f->fd);
 		if (ret < 0)
-			goto out_lock;
+			goto out_free;
 	}
 	if (!existing || (flags & O_TRUNC))
 		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
@@ -205,23 +213,15 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		*out = f;
 		return 0;
 	}
-	pthread_mutex_destroy(&f->lock);
-	close(f->fd);
-	free(f->path);
-	free(f);
+	wfile_free(f); /* its copy is not needed */
 	f = other;
 shared:
 	if (flags & O_TRUNC)
 		wfile_truncate(f, 0);
 	*out = f;
 	return 0;
-out_lock:
-	pthread_mutex_destroy(&f->lock);
 out_free:
-	if (f->fd >= 0)
-		close(f->fd);
-	free(f->path);
-	free(f);
+	wfile_free(f);
 	return ret;
 }
 
@@ -733,10 +733,7 @@ void wfile_put(struct wfile *f)
 		}
 	}
 	pthread_mutex_unlock(&w->lock);
-	close(f->fd);
-	pthread_mutex_destroy(&f->lock);
-	free(f->path);
-	free(f);
+	wfile_free(f);
 }
 
 struct mem_body {
@@ -803,10 +800,8 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 	char dir[PATH_MAX];
 	struct item *items = calloc(n, sizeof(*items));
 	long t0 = (long)time(NULL);
-	size_t dlen;
+	size_t dlen, k = 0;
 	int ret;
-
-	size_t k = 0;
 
 	if (!items)
 		return;

@@ -5,6 +5,7 @@ call): file contents riding along with a listing, and opt-in write-back."""
 import hashlib
 import os
 import re
+import time
 
 from conftest import call_with_timeout, host_tree, read_file, run_tool, sha256_file, tar_tree, tree_diff, wait_for
 
@@ -89,6 +90,41 @@ def test_new_name_in_a_confirmed_directory_shows(mount, container):
     assert read_file(m.p(c, "/conf/b")) == b"b\n"
     assert not os.path.exists(m.p(c, "/conf/nowhere"))
     assert sorted(os.listdir(m.p(c, "/conf"))) == ["a", "b"]
+
+
+def test_chmod_of_a_directory_keeps_a_change_made_inside(mount, container):
+    """chmod of a directory PUTs its entry whole (mode, owner, mtime): a file
+    made inside the container just before, within the TTL, must not be
+    hidden by the listing ctrfs had (nor its mtime set back)."""
+    c = container()
+    c.sh("mkdir /cd && echo a > /cd/a && touch -d '2020-01-01 00:00' /cd")
+    m = mount()
+    assert sorted(os.listdir(m.p(c, "/cd"))) == ["a"]
+    c.sh("echo b > /cd/b")
+    os.chmod(m.p(c, "/cd"), 0o700)
+    assert sorted(os.listdir(m.p(c, "/cd"))) == ["a", "b"]
+    assert os.path.exists(m.p(c, "/cd/b"))
+    assert c.sh("stat -c %a /cd") == b"700\n"
+
+
+def test_cp_a_with_write_back_keeps_directory_times(mount, container, tmp_path):
+    """cp -a sets a directory's times after its files: with write-back the
+    files still pending are committed first, so they do not move it."""
+    c = container()
+    src = tmp_path / "src"
+    for d in range(3):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(10):
+            (src / f"d{d}" / f"f{i}").write_bytes(os.urandom(100 + i))
+        os.utime(src / f"d{d}", (1_600_000_000 + d, 1_600_000_000 + d))
+    m = mount("-o", "writeback=2")
+    run_tool("cp", "-a", src, m.p(c, "/cpa"))
+    want = host_tree(str(src))
+    keys = ("type", "perm", "mtime", "size", "sha256")
+    assert wait_for(lambda: not tree_diff(tar_tree(c, "/cpa"), want, keys=keys),
+                    timeout=30), tree_diff(tar_tree(c, "/cpa"), want, keys=keys)
+    time.sleep(2.5)  # nothing left to land that could move them later
+    assert not tree_diff(tar_tree(c, "/cpa"), want, keys=keys)
 
 
 def test_rename_and_remove_while_write_back_sends_the_file(mount, container, tmp_path):
