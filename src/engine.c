@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
+#define CLOCK_WINDOW	60.0 /* seconds one lag estimate is kept */
 
 /* Idle objects kept for the next call, under the engine's pool_lock. */
 struct pool {
@@ -36,12 +38,21 @@ struct engine {
 	pthread_mutex_t pool_lock;
 	struct pool easy_pool; /* idle easy handles, with their connection */
 	struct pool buf_pool;  /* stream buffers */
-	bool down;	       /* the last attempt failed to reach the engine */
+	atomic_bool down;      /* the last attempt failed to reach the engine */
 	bool podman;	       /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt; /* frees a container for our next call */
 	bool tls;
 	bool tls_verify;
 	char *ca, *cert, *key; /* or NULL */
+	/* How far our clock runs ahead of the engine's, from the Date header
+	 * of its replies: the smallest (our second - its second) seen, per
+	 * window of CLOCK_WINDOW seconds, for this one and the one before.
+	 * The true lag is below that plus one second. */
+	pthread_mutex_t clock_lock;
+	long lag_min[2];
+	bool lag_seen[2];
+	double lag_since; /* now_mono() when window 0 began */
+	long lag_logged;  /* the last lag said in the log */
 };
 
 struct engine_stream {
@@ -139,6 +150,7 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&e->share_locks[i], NULL);
 	pthread_mutex_init(&e->pool_lock, NULL);
+	pthread_mutex_init(&e->clock_lock, NULL);
 	e->easy_pool.max = POOL_MAX;
 	e->buf_pool.max = POOL_MAX;
 	e->share = curl_share_init();
@@ -176,6 +188,7 @@ void engine_free(struct engine *e)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&e->share_locks[i]);
 	pthread_mutex_destroy(&e->pool_lock);
+	pthread_mutex_destroy(&e->clock_lock);
 	free(e->url);
 	free(e->base);
 	free(e->unix_path);
@@ -252,8 +265,82 @@ static CURL *easy_get(struct engine *e)
 	return h;
 }
 
+/* The lag of the engine's clock behind ours (see struct engine), 0 until
+ * a reply has told it; under clock_lock. */
+static long lag_locked(const struct engine *e)
+{
+	if (e->lag_seen[0] && e->lag_seen[1])
+		return e->lag_min[0] < e->lag_min[1] ? e->lag_min[0]
+						     : e->lag_min[1];
+	return e->lag_seen[0]	? e->lag_min[0]
+	       : e->lag_seen[1] ? e->lag_min[1]
+				: 0;
+}
+
+/* Reads the Date header of h's last reply: the engine's second when it
+ * answered, which was before our second now. */
+static void observe_clock(struct engine *e, CURL *h)
+{
+	struct curl_header *hd;
+	time_t now = time(NULL), date;
+	double t = now_mono();
+	long lag;
+
+	if (curl_easy_header(h, "Date", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK)
+		return;
+	date = curl_getdate(hd->value, NULL);
+	if (date == -1)
+		return;
+	pthread_mutex_lock(&e->clock_lock);
+	if (t - e->lag_since >= CLOCK_WINDOW) {
+		/* a new window; the last one stays only if it just ended */
+		e->lag_min[1] = e->lag_min[0];
+		e->lag_seen[1] =
+		    e->lag_seen[0] && t - e->lag_since < 2 * CLOCK_WINDOW;
+		e->lag_seen[0] = false;
+		e->lag_since = t;
+	}
+	if (!e->lag_seen[0] || (long)(now - date) < e->lag_min[0]) {
+		e->lag_min[0] = (long)(now - date);
+		e->lag_seen[0] = true;
+	}
+	lag = lag_locked(e);
+	if (lag != e->lag_logged &&
+	    (lag >= 2 || lag <= -2 || e->lag_logged >= 2 ||
+	     e->lag_logged <= -2)) {
+		e->lag_logged = lag;
+		log_info("engine clock: %ld s %s this host's (the freshness "
+			 "of cached metadata allows for it)",
+			 lag < 0 ? -lag : lag, lag < 0 ? "ahead of" : "behind");
+	}
+	pthread_mutex_unlock(&e->clock_lock);
+}
+
+static long engine_lag(struct engine *e)
+{
+	long lag;
+
+	pthread_mutex_lock(&e->clock_lock);
+	lag = lag_locked(e);
+	pthread_mutex_unlock(&e->clock_lock);
+	return lag;
+}
+
+long engine_now(struct engine *e)
+{
+	return (long)time(NULL) - engine_lag(e);
+}
+
+void engine_clock(struct engine *e, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec -= engine_lag(e);
+}
+
+/* Pools h once its transfer has ended well. */
 static void easy_put(struct engine *e, CURL *h)
 {
+	observe_clock(e, h);
 	h = pool_give(e, &e->easy_pool, h);
 	if (h)
 		curl_easy_cleanup(h);
@@ -328,13 +415,17 @@ static void note_reach(struct engine *e, CURLcode cc)
 			   cc == CURLE_RECV_ERROR || cc == CURLE_SEND_ERROR ||
 			   cc == CURLE_GOT_NOTHING;
 
-	if (unreachable && !e->down)
+	bool was;
+
+	if (!unreachable && cc != CURLE_OK)
+		return; /* says nothing about reaching it */
+	/* calls end on many threads: one of them says that it changed */
+	was = atomic_exchange(&e->down, unreachable);
+	if (unreachable && !was)
 		log_err("engine at %s does not answer: %s", e->url,
 			curl_easy_strerror(cc));
-	else if (cc == CURLE_OK && e->down)
+	else if (!unreachable && was)
 		log_info("engine at %s answers again", e->url);
-	if (unreachable || cc == CURLE_OK)
-		e->down = unreachable;
 }
 
 struct reply_ctx {

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #define ENGINE_API_MAX "1.47"
 
@@ -39,6 +40,18 @@ struct engine_reply {
 int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out);
 void engine_free(struct engine *e);
 const char *engine_url(const struct engine *e);
+
+/*
+ * The engine's wall-clock second now, as far as its replies tell: our
+ * time(NULL) less the lag of its clock behind ours, rounded so that the
+ * true lag is below it plus one second (0 until a reply has a Date header).
+ * Use it wherever a second of ours is compared with an mtime the engine
+ * reports; a remote engine's clock may be off by any amount.
+ */
+long engine_now(struct engine *e);
+/* The same as a time for an mtime ctrfs sets (a new file's, `touch`'s):
+ * the engine's clock, as a file made inside the container would have. */
+void engine_clock(struct engine *e, struct timespec *ts);
 
 /* Whether the engine is Podman (known after engine_ping()). */
 bool engine_is_podman(const struct engine *e);

@@ -253,7 +253,7 @@ static void caller_stat(struct stat *st, mode_t mode)
 	st->st_uid = ctx->uid;
 	st->st_gid = ctx->gid;
 	st->st_nlink = 1;
-	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+	engine_clock(fs_get()->e, &st->st_mtim);
 }
 
 /* Opens for writing; mode is used when creating. */
@@ -410,7 +410,7 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {
 	    .name = base_of(inner), .st = *st, .symlink = symlink};
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(fs->e);
 	int ret;
 
 	pathmap_parent(inner, parent, sizeof(parent));
@@ -538,7 +538,7 @@ static int ctrfs_link(const char *from, const char *to)
 	char dir[PATH_MAX];
 	struct tar_entry te;
 	struct stat st;
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(fs->e);
 	size_t dlen;
 	int ret = resolve_change(fs, from, &c, &ifrom);
 
@@ -580,7 +580,7 @@ out_put:
 static int remove_path(const char *path, const char *tool)
 {
 	struct fs *fs = fs_get();
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(fs->e);
 	const char *inner;
 	struct wfile *w;
 	struct ctr *c;
@@ -617,7 +617,7 @@ static int ctrfs_rmdir(const char *path)
 static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(fs->e);
 	const char *ifrom, *ito;
 	struct ctr *c, *c2;
 	struct wfile *w, *t;
@@ -808,7 +808,7 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 	if (mt.tv_nsec == UTIME_OMIT)
 		return 0; /* ctrfs keeps no atime */
 	if (mt.tv_nsec == UTIME_NOW)
-		clock_gettime(CLOCK_REALTIME, &mt);
+		engine_clock(fs->e, &mt);
 	if (w) {
 		wfile_utimens(w, &mt);
 		return 0;
@@ -846,12 +846,12 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		return -EISDIR;
 	if (size == 0) {
 		/* an empty file of the same name, mode and owner: a PUT */
-		clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+		engine_clock(fs->e, &st->st_mtim);
 		st->st_size = 0;
 		return put_entry(fs, c, inner, st, NULL);
 	}
 	st->st_size = size;
-	clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+	engine_clock(fs->e, &st->st_mtim);
 	snprintf(n, sizeof(n), "%lld", (long long)size);
 	{
 		const char *argv[] = {"truncate", "-s", n, "--", inner, NULL};

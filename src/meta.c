@@ -146,7 +146,7 @@ static void parent_changed(struct meta *m, struct ctr *c, const char *path,
 	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
 	    strcmp(parent, path) != 0)
 		cache_dir_changed(m->c, c->id, parent, since - 1,
-				  (long)time(NULL) + 1, now_mono());
+				  engine_now(m->e) + 1, now_mono());
 }
 
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
@@ -162,10 +162,10 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		cache_listing_add(m->c, c->id, path);
 		if (S_ISDIR(st->st_mode)) { /* made by us: empty */
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
-					  (long)time(NULL));
+					  engine_now(m->e));
 			/* its mtime is of our making, like a change in it */
 			cache_dir_changed(m->c, c->id, path, since - 1,
-					  (long)time(NULL) + 1, now_mono());
+					  engine_now(m->e) + 1, now_mono());
 			cache_touch(m->c, c->id, path, now_mono());
 		}
 	}
@@ -819,7 +819,7 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 	char msg[512];
 	int ret;
 
-	l.snapshot = (long)time(NULL);
+	l.snapshot = engine_now(m->e);
 	l.no_data = cap > 0; /* a probe: names and owners, no contents */
 	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
 	if (ret < 0) {

@@ -198,7 +198,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			goto out_free;
 	}
 	if (!existing || (flags & O_TRUNC))
-		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
+		engine_clock(w->e, &f->st.st_mtim);
 	pthread_mutex_lock(&w->lock);
 	/* another open of the path may have won while this one copied */
 	other = find_locked(w, c->id, path);
@@ -230,7 +230,7 @@ static void touch_mtime(struct wfile *f)
 	f->dirty = true;
 	f->failed = false;
 	if (!f->mtime_set)
-		clock_gettime(CLOCK_REALTIME, &f->st.st_mtim);
+		engine_clock(f->w->e, &f->st.st_mtim);
 }
 
 struct wfile *wfile_get(struct wfile *f)
@@ -660,7 +660,7 @@ int wfile_commit(struct wfile *f)
 {
 	char parent[PATH_MAX];
 	struct item me = {.f = f, .parent = parent};
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(f->w->e);
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
@@ -799,7 +799,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 {
 	char dir[PATH_MAX];
 	struct item *items = calloc(n, sizeof(*items));
-	long t0 = (long)time(NULL);
+	long t0 = engine_now(w->e);
 	size_t dlen, k = 0;
 	int ret;
 
