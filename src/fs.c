@@ -453,7 +453,8 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 	return ret;
 }
 
-/* A run_tool() to be made under a wfile's lock (wfile_rename/unlink). */
+/* A run_tool() to be made under a wfile's lock (writer_rename,
+ * wfile_unlink). */
 struct tool_call {
 	struct fs *fs;
 	struct ctr *c;
@@ -649,13 +650,12 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
 		struct tool_call mv = {fs, c, argv, ifrom};
 
-		/* one never committed is committed as ito, no mv */
-		ret = w ? wfile_rename(w, ito, call_tool, &mv) : call_tool(&mv);
+		/* one never committed is committed as ito, no mv; one open
+		 * at ito is replaced, never committed again */
+		ret = writer_rename(fs->writer, w, t, ito, call_tool, &mv);
 	}
 	if (ret == 0 && !w) /* a directory: what is open below follows */
 		writer_repath(fs->writer, c->id, ifrom, ito);
-	if (ret == 0 && t && t != w) /* replaced: never committed again */
-		wfile_unlink(t, NULL, NULL);
 	if (t)
 		wfile_put(t);
 	if (w)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -225,10 +226,17 @@ out_free:
 	return ret;
 }
 
-static void touch_mtime(struct wfile *f)
+/* f->lock held: f changed, and is to be committed (again). */
+static void mark_dirty(struct wfile *f)
 {
 	f->dirty = true;
-	f->failed = false;
+	f->failed = false; /* the next close tries it, whatever the last did */
+	f->attempts = 0;   /* new content: write-back tries it anew */
+}
+
+static void touch_mtime(struct wfile *f)
+{
+	mark_dirty(f);
 	if (!f->mtime_set)
 		engine_clock(f->w->e, &f->st.st_mtim);
 }
@@ -304,7 +312,7 @@ void wfile_chmod(struct wfile *f, mode_t mode)
 {
 	pthread_mutex_lock(&f->lock);
 	f->st.st_mode = (f->st.st_mode & S_IFMT) | (mode & 07777);
-	f->dirty = true;
+	mark_dirty(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -315,7 +323,7 @@ void wfile_chown(struct wfile *f, uid_t uid, gid_t gid)
 		f->st.st_uid = uid;
 	if (gid != (gid_t)-1)
 		f->st.st_gid = gid;
-	f->dirty = true;
+	mark_dirty(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -324,7 +332,7 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime)
 	pthread_mutex_lock(&f->lock);
 	f->st.st_mtim = *mtime;
 	f->mtime_set = true;
-	f->dirty = true;
+	mark_dirty(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -337,27 +345,58 @@ static void set_path_locked(struct wfile *f, char *p)
 	pthread_mutex_unlock(&f->w->lock);
 }
 
-/*
- * f->lock is held throughout: a commit in flight (which holds it) sends
- * the name it began with and is then in the container, and no commit can
- * come between the change in the container and the change of f.
- */
-int wfile_rename(struct wfile *f, const char *newpath, int (*move)(void *),
-		 void *arg)
+/* Takes the locks of two wfiles (either may be NULL or both the same) in
+ * the order of their addresses, the order flush_batch() takes a batch in. */
+static void lock_two(struct wfile *a, struct wfile *b)
 {
-	char *p = strdup(newpath);
+	if (a && b && (uintptr_t)b < (uintptr_t)a) {
+		struct wfile *x = a;
+
+		a = b;
+		b = x;
+	}
+	if (a)
+		pthread_mutex_lock(&a->lock);
+	if (b && b != a)
+		pthread_mutex_lock(&b->lock);
+}
+
+static void unlock_two(struct wfile *a, struct wfile *b)
+{
+	if (a)
+		pthread_mutex_unlock(&a->lock);
+	if (b && b != a)
+		pthread_mutex_unlock(&b->lock);
+}
+
+int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
+		  const char *newpath, int (*move)(void *), void *arg)
+{
+	char *p = NULL;
 	int ret = 0;
 
-	if (!p)
+	if (t == f)
+		t = NULL; /* the same name: nothing is replaced */
+	if (f && !(p = strdup(newpath)))
 		return -ENOMEM;
-	pthread_mutex_lock(&f->lock);
-	if (f->in_container)
+	lock_two(f, t);
+	if (!f || f->in_container)
 		ret = move(arg);
-	if (ret == 0)
-		set_path_locked(f, p);
-	else
-		free(p);
-	pthread_mutex_unlock(&f->lock);
+	if (ret == 0) {
+		pthread_mutex_lock(&w->lock); /* writer_find() reads these */
+		if (f) {
+			free(f->path);
+			f->path = p;
+			p = NULL;
+		}
+		if (t)
+			t->unlinked = true;
+		pthread_mutex_unlock(&w->lock);
+		if (t)
+			t->dirty = false;
+	}
+	unlock_two(f, t);
+	free(p);
 	return ret;
 }
 
@@ -650,6 +689,7 @@ static void landed(struct wfile *f, long t0)
 
 	f->dirty = false;
 	f->in_container = true;
+	f->attempts = 0;
 	stat_locked(f, &st);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
@@ -688,6 +728,7 @@ void wfile_put(struct wfile *f)
 	struct writer *w = f->w;
 	struct wfile **pp;
 	unsigned long opens;
+	bool give_up, told;
 
 	pthread_mutex_lock(&w->lock);
 	if (--f->refs > 0 || f->closing) {
@@ -710,11 +751,15 @@ void wfile_put(struct wfile *f)
 		f->closing = true;
 		opens = f->opens;
 		pthread_mutex_unlock(&w->lock);
-		if (f->attempts >= 3)
+		pthread_mutex_lock(&f->lock); /* its path may change else */
+		give_up = f->attempts >= 3;
+		if (give_up)
 			log_err("gave up writing '%s' in container '%s': its "
 				"data is lost",
 				f->path, f->ctr.name);
-		else if (!f->failed)	 /* a failed close was told already */
+		told = f->failed; /* a failed close was told already */
+		pthread_mutex_unlock(&f->lock);
+		if (!give_up && !told)
 			wfile_commit(f); /* failures are logged */
 		pthread_mutex_lock(&w->lock);
 		f->closing = false;
@@ -795,6 +840,14 @@ static void common_parent(struct wfile **fs, size_t n, char *out, size_t len)
 
 /* Write-back: commits n closed files of one container with one PUT at
  * their common directory, names relative to it. */
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (struct wfile *const *)a;
+	uintptr_t y = (uintptr_t) * (struct wfile *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 {
 	char dir[PATH_MAX];
@@ -807,7 +860,9 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 		return;
 	/* locked from here to landed(): their names hold still. One removed,
 	 * rewritten (and committed) or broken since it was queued is left
-	 * out; fs is reordered, the caller puts all n. */
+	 * out; fs is reordered, the caller puts all n. Locked in the order
+	 * of their addresses, as writer_rename() takes two. */
+	qsort(fs, n, sizeof(*fs), by_address);
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = fs[i];
 

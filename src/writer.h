@@ -89,13 +89,18 @@ void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
 void wfile_utimens(struct wfile *f, const struct timespec *mtime);
 
 /*
- * Renames f to newpath. While f is not in the container that is all: its
- * commit goes to newpath. Else move(arg) moves it there first (an exec) and
- * its error is returned. f's lock is held throughout, so a commit in flight
- * is waited for and none comes between the two.
+ * A rename of from to newpath, in the container and in the writer as one
+ * step. f is the wfile at from (or NULL: a path not open, a directory), t
+ * the one at newpath (or NULL), which is replaced: never committed again.
+ * move(arg) makes the change in the container (an exec) unless f is not
+ * in the container yet, in which case its commit simply goes to newpath;
+ * its error is returned and then nothing changes. The locks of f and t are
+ * held throughout, so commits of either in flight are waited for and none
+ * comes between the change in the container and the change of the writer,
+ * and no moment has two wfiles at newpath.
  */
-int wfile_rename(struct wfile *f, const char *newpath, int (*move)(void *),
-		 void *arg);
+int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
+		  const char *newpath, int (*move)(void *), void *arg);
 
 /* Marks f removed, never to be committed again; when it is in the
  * container, remove(arg) (unless NULL) removes it there first, as above. */

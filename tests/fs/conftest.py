@@ -27,6 +27,8 @@ import time
 
 import pytest
 
+from faultproxy import FaultProxy
+
 DOCKER = "/usr/bin/docker"
 DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -652,6 +654,14 @@ def container(engine, request):
             c.engine.docker("rm", "-f", c.id, check=False, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             pass
+
+
+@pytest.fixture
+def proxy(engine, base_dir):
+    """A FaultProxy in front of the private engine (mount(engine=proxy))."""
+    p = FaultProxy(engine.sock, os.path.join(base_dir, f"proxy-{os.getpid()}-{os.urandom(3).hex()}.sock"))
+    yield p
+    p.close()
 
 
 @pytest.fixture

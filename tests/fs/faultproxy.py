@@ -4,7 +4,8 @@
 Everything goes through to the real engine unchanged, except requests whose
 request line matches a rule: those get a canned error status, or their
 response is cut off after a number of bytes (the connection is then closed),
-the faults that a real engine does not produce on demand.
+or they are held for a while before they go on (a slow engine), the faults
+and timings that a real engine does not produce on demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
 heads, and bodies with a Content-Length. A connection whose client sends a
@@ -14,6 +15,7 @@ chunked body is passed through untouched from then on.
 import os
 import socket
 import threading
+import time
 
 
 class FaultProxy:
@@ -40,6 +42,11 @@ class FaultProxy:
         """Close the connection after `after` bytes of a matching response."""
         with self.lock:
             self.rules.append((method, substring, "truncate", after))
+
+    def delay(self, method, substring, seconds):
+        """Hold matching requests for `seconds` before passing them on."""
+        with self.lock:
+            self.rules.append((method, substring, "delay", seconds))
 
     def clear(self):
         with self.lock:
@@ -133,6 +140,8 @@ class FaultProxy:
                         buf = buf[drop:]
                         continue
                     state["truncate"] = arg if action == "truncate" else None
+                    if action == "delay":
+                        time.sleep(arg)
                     up.sendall(head)
                     if headers.get("transfer-encoding", "").lower() == "chunked":
                         up.sendall(buf)

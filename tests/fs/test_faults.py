@@ -9,14 +9,6 @@ import os
 import pytest
 
 from conftest import MIB, call_with_timeout, errname, read_file, wait_for
-from faultproxy import FaultProxy
-
-
-@pytest.fixture
-def proxy(engine, base_dir):
-    p = FaultProxy(engine.sock, os.path.join(base_dir, f"proxy-{os.getpid()}-{os.urandom(3).hex()}.sock"))
-    yield p
-    p.close()
 
 
 def read_outcome(path):

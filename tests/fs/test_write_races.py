@@ -31,6 +31,27 @@ def test_rename_onto_a_file_being_written_replaces_it(mount, container):
     assert c.exec("cat", "/ro/f") == b"new\n"
 
 
+def test_rename_onto_a_file_due_during_the_mv(mount, container, proxy):
+    """mv a b while b waits for its write-back PUT, which falls due while
+    the mv runs in the container (a slow exec): b must end as a was. Before,
+    the mv did not hold b, so b's PUT went out meanwhile and landed after
+    the mv: b had its old data back and a's was gone."""
+    c = container()
+    c.sh("mkdir /rn; echo from-a > /rn/a")
+    proxy.delay("POST", "/start", 1.0)  # the mv's exec
+    proxy.delay("PUT", "path=%2Frn ", 1.5)  # b's write-back PUT
+    m = mount("-o", "writeback=0.5", engine=proxy)
+    os.stat(m.p(c, "/rn/a"))
+    with open(m.p(c, "/rn/b"), "w") as f:
+        f.write("old-b\n")
+    os.rename(m.p(c, "/rn/a"), m.p(c, "/rn/b"))  # b falls due meanwhile
+    time.sleep(2)  # a PUT that went out has landed by now
+    assert ls(c, "/rn") == [".", "..", "b"]
+    assert c.exec("cat", "/rn/b") == b"from-a\n"
+    with open(m.p(c, "/rn/b")) as f:
+        assert f.read() == "from-a\n"
+
+
 def test_directory_renamed_under_an_open_file(mount, container):
     """A file open for writing in a directory that is renamed is committed
     in the directory's new place, with all its data."""
