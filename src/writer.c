@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,9 @@ struct wfile {
 	double due;
 	unsigned long opens; /* references taken by lookups and opens */
 	int attempts;	     /* write-back commits that failed */
-	int error;	     /* a failed write: never commit half a file */
+	atomic_int error;    /* a failed write: never commit half a file (read
+			      * unlocked by wfile_error()) */
+	atomic_bool ready;   /* the spool holds the content it started with */
 	struct wfile *next;
 };
 
@@ -193,15 +196,13 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f->st.st_nlink = 1;
 	f->in_container = existing != NULL;
 	f->dirty = !existing || (flags & O_TRUNC);
-	if (existing && !(flags & O_TRUNC) && existing->st_size > 0) {
-		ret = reader_copy(w->e, w->m, c, path, f->fd);
-		if (ret < 0)
-			goto out_free;
-	}
 	if (!existing || (flags & O_TRUNC))
 		engine_clock(w->e, &f->st.st_mtim);
+	/* listed before its content is copied in, locked until then: an
+	 * unlink, rename or open of the path meanwhile finds it and waits,
+	 * as on a file open before they came */
+	pthread_mutex_lock(&f->lock);
 	pthread_mutex_lock(&w->lock);
-	/* another open of the path may have won while this one copied */
 	other = find_locked(w, c->id, path);
 	if (other) {
 		take_locked(other, true);
@@ -210,12 +211,36 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		w->files = f;
 	}
 	pthread_mutex_unlock(&w->lock);
-	if (!other) {
-		*out = f;
-		return 0;
+	if (other) {
+		pthread_mutex_unlock(&f->lock);
+		wfile_free(f); /* never listed */
+		f = other;
+		goto shared;
 	}
-	wfile_free(f); /* its copy is not needed */
-	f = other;
+	if (existing && !(flags & O_TRUNC) && existing->st_size > 0) {
+		ret = reader_copy(w->e, w->m, c, path, f->fd);
+		if (ret < 0) {
+			/* an open that shared it meanwhile fails at close */
+			f->error = ret;
+			pthread_mutex_lock(&w->lock);
+			for (struct wfile **pp = &w->files; *pp;
+			     pp = &(*pp)->next) {
+				if (*pp == f) {
+					*pp = f->next;
+					break;
+				}
+			}
+			pthread_mutex_unlock(&w->lock);
+			atomic_store(&f->ready, true);
+			pthread_mutex_unlock(&f->lock);
+			wfile_put(f);
+			return ret;
+		}
+	}
+	atomic_store(&f->ready, true);
+	pthread_mutex_unlock(&f->lock);
+	*out = f;
+	return 0;
 shared:
 	if (flags & O_TRUNC)
 		wfile_truncate(f, 0);
@@ -270,8 +295,14 @@ ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 
 ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off)
 {
-	ssize_t n = pread(f->fd, buf, size, off);
+	ssize_t n;
 
+	if (!atomic_load(&f->ready)) {
+		/* its opener copies the content in, under the lock */
+		pthread_mutex_lock(&f->lock);
+		pthread_mutex_unlock(&f->lock);
+	}
+	n = pread(f->fd, buf, size, off);
 	return n < 0 ? -errno : n;
 }
 

@@ -4,8 +4,9 @@
 Everything goes through to the real engine unchanged, except requests whose
 request line matches a rule: those get a canned error status, or their
 response is cut off after a number of bytes (the connection is then closed),
-or they are held for a while before they go on (a slow engine), the faults
-and timings that a real engine does not produce on demand.
+or they (or their replies) are held for a while before they go on (a slow
+engine), the faults and timings that a real engine does not produce on
+demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
 heads, and bodies with a Content-Length. A connection whose client sends a
@@ -47,6 +48,12 @@ class FaultProxy:
         """Hold matching requests for `seconds` before passing them on."""
         with self.lock:
             self.rules.append((method, substring, "delay", seconds))
+
+    def delay_reply(self, method, substring, seconds):
+        """Pass matching requests on at once, but hold their replies for
+        `seconds` (the engine has done the work; the answer is late)."""
+        with self.lock:
+            self.rules.append((method, substring, "delay_reply", seconds))
 
     def clear(self):
         with self.lock:
@@ -142,6 +149,8 @@ class FaultProxy:
                     state["truncate"] = arg if action == "truncate" else None
                     if action == "delay":
                         time.sleep(arg)
+                    if action == "delay_reply":
+                        state["delay_reply"] = arg
                     up.sendall(head)
                     if headers.get("transfer-encoding", "").lower() == "chunked":
                         up.sendall(buf)
@@ -161,6 +170,9 @@ class FaultProxy:
                 data = up.recv(65536)
                 if not data:
                     break
+                wait = state.pop("delay_reply", None)
+                if wait:
+                    time.sleep(wait)
                 left = state["truncate"]
                 if left is not None:
                     if len(data) >= left:

@@ -52,6 +52,36 @@ def test_rename_onto_a_file_due_during_the_mv(mount, container, proxy):
         assert f.read() == "from-a\n"
 
 
+def test_rewrite_while_an_open_copies_the_file_in(mount, container, proxy):
+    """open(O_RDWR) of an existing file copies its content in first (a GET,
+    its reply slowed here). Another process that rewrites the file meanwhile
+    (O_TRUNC, write, close) shares that open file, as on a local
+    filesystem: the first opener's write then lands on the new content.
+    Before, the rewrite made a second file that landed first, and the
+    opener's stale copy then replaced it: the rewrite was lost."""
+    c = container()
+    c.sh("mkdir /uc; echo content > /uc/b")
+    proxy.delay_reply("GET", "path=%2Fuc%2Fb ", 1.0)
+    m = mount("-o", "attr_timeout=30", engine=proxy)
+    p = m.p(c, "/uc/b")
+    os.stat(p)
+    opened = {}
+
+    def opener():
+        opened["fd"] = os.open(p, os.O_RDWR)
+
+    t = threading.Thread(target=opener)
+    t.start()
+    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no GET of the file"
+    with open(p, "wb") as f:  # waits for the copy, then truncates it
+        f.write(b"new\n")
+    t.join(30)
+    fd = opened["fd"]
+    os.pwrite(fd, b"N", 0)
+    os.close(fd)
+    assert c.exec("cat", "/uc/b") == b"New\n"
+
+
 def test_directory_renamed_under_an_open_file(mount, container):
     """A file open for writing in a directory that is renamed is committed
     in the directory's new place, with all its data."""
