@@ -1012,10 +1012,13 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
 	if (!fs.cache || !fs.meta || !fs.ctrs)
 		goto out_teardown;
-	log_dbg("spool: %s", spool_dir(fs.spool));
+	log_dbg("spool: %s; in memory: %s, up to %lld MiB in all",
+		spool_dir(fs.spool),
+		*spool_mem_dir(fs.spool) ? spool_mem_dir(fs.spool) : "none",
+		cfg->mem_spool >> 20);
 	engine_set_preempt(e, reader_preempt);
 	reader_set_spool(fs.spool);
-	fs.writer = writer_new(e, fs.meta, fs.spool);
+	fs.writer = writer_new(e, fs.meta, fs.spool, fs.cfg.mem_spool);
 	if (!fs.writer)
 		goto out_teardown;
 

@@ -12,6 +12,7 @@ struct fs_config {
 	double attr_timeout; /* seconds metadata is trusted */
 	double idle_close;   /* seconds before an idle GET is closed */
 	double writeback; /* seconds a closed file waits (0: commit at close) */
+	long long mem_spool; /* bytes of written data kept in memory, in all */
 };
 
 /*

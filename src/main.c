@@ -32,6 +32,7 @@ struct options {
 	double attr_timeout;
 	unsigned timeout;
 	double writeback;
+	int mem_spool; /* MiB; -1: the default */
 };
 
 enum { KEY_ALLOW_OTHER, KEY_DISCARD };
@@ -46,6 +47,7 @@ static const struct fuse_opt ctrfs_opts[] = {
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("timeout=%u", timeout),
     OPT("writeback=%lf", writeback),
+    OPT("mem_spool=%d", mem_spool),
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
     /* fstab-only options */
     FUSE_OPT_KEY("_netdev", KEY_DISCARD),
@@ -106,6 +108,12 @@ static void usage(const char *prog)
 	    "0, off: close\n"
 	    "                           returns when the data is in the "
 	    "container)\n"
+	    "    -o mem_spool=MIB       data being written is kept in "
+	    "memory (/dev/shm)\n"
+	    "                           up to MIB in all, beyond on disk "
+	    "(default: an\n"
+	    "                           eighth of the RAM, at most 1024; "
+	    "0: disk only)\n"
 	    "    -o allow_other         let other users in, with "
 	    "permission checks\n"
 	    "                           (default: only the user who "
@@ -155,10 +163,21 @@ static int check_socket(const char *url, char *msg, size_t len)
 	return 0;
 }
 
+/* An eighth of the RAM, at most 1 GiB: what files being written may keep
+ * in memory at once by default. */
+static long long default_mem_spool(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	long long ram = pages > 0 && size > 0 ? (long long)pages * size : 0;
+
+	return ram / 8 < (1LL << 30) ? ram / 8 : 1LL << 30;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct options o = {.attr_timeout = 1.0, .timeout = 30};
+	struct options o = {
+	    .attr_timeout = 1.0, .timeout = 30, .mem_spool = -1};
 	struct fuse_cmdline_opts co;
 	struct fs_config cfg;
 	struct engine *e = NULL;
@@ -202,9 +221,9 @@ int main(int argc, char *argv[])
 		goto out_cmdline;
 	}
 	if (o.attr_timeout < 0 || o.timeout == 0 || o.writeback < 0 ||
-	    o.writeback > 60) {
-		fprintf(stderr, "ctrfs: bad attr_timeout, timeout or "
-				"writeback\n");
+	    o.writeback > 60 || o.mem_spool < -1) {
+		fprintf(stderr, "ctrfs: bad attr_timeout, timeout, writeback "
+				"or mem_spool\n");
 		goto out_cmdline;
 	}
 	log_init(true, co.debug);
@@ -244,6 +263,8 @@ int main(int argc, char *argv[])
 	cfg.attr_timeout = o.attr_timeout;
 	cfg.idle_close = 2.0;
 	cfg.writeback = o.writeback;
+	cfg.mem_spool = o.mem_spool >= 0 ? (long long)o.mem_spool << 20
+					 : default_mem_spool();
 	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
 		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
 out_engine:

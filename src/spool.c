@@ -7,16 +7,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#define MEM_BASE "/dev/shm"
 
 struct spool {
 	char dir[PATH_MAX];
+	char mem[PATH_MAX]; /* the directory on a tmpfs, or "" */
 };
+
+/* A private directory ctrfs-spool.XXXXXX under base into buf. */
+static int make_dir(const char *base, char *buf, size_t len)
+{
+	if ((size_t)snprintf(buf, len, "%s/ctrfs-spool.XXXXXX", base) >= len)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(buf))
+		return -errno;
+	chmod(buf, 0700);
+	return 0;
+}
 
 int spool_new(const char *base, struct spool **out)
 {
 	struct spool *s = calloc(1, sizeof(*s));
+	struct statfs fs;
+	int ret;
 
 	if (!s)
 		return -ENOMEM;
@@ -24,15 +42,14 @@ int spool_new(const char *base, struct spool **out)
 		base = getenv("TMPDIR");
 	if (!base || !*base)
 		base = "/var/tmp";
-	if ((size_t)snprintf(s->dir, sizeof(s->dir), "%s/ctrfs-spool.XXXXXX",
-			     base) >= sizeof(s->dir) ||
-	    !mkdtemp(s->dir)) {
-		int ret = errno ? -errno : -ENAMETOOLONG;
-
+	ret = make_dir(base, s->dir, sizeof(s->dir));
+	if (ret < 0) {
 		free(s);
 		return ret;
 	}
-	chmod(s->dir, 0700);
+	if (statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
+	    make_dir(MEM_BASE, s->mem, sizeof(s->mem)) < 0)
+		s->mem[0] = '\0'; /* files are written to disk only */
 	*out = s;
 	return 0;
 }
@@ -42,12 +59,19 @@ void spool_free(struct spool *s)
 	if (!s)
 		return;
 	rmdir(s->dir);
+	if (s->mem[0])
+		rmdir(s->mem);
 	free(s);
 }
 
 const char *spool_dir(const struct spool *s)
 {
 	return s->dir;
+}
+
+const char *spool_mem_dir(const struct spool *s)
+{
+	return s->mem;
 }
 
 int spool_file(struct spool *s)
@@ -64,4 +88,14 @@ int spool_file(struct spool *s)
 		return -errno;
 	unlink(path);
 	return fd;
+}
+
+int spool_file_mem(struct spool *s)
+{
+	int fd;
+
+	if (!s->mem[0])
+		return -ENOENT;
+	fd = open(s->mem, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd >= 0 ? fd : -errno;
 }

@@ -14,8 +14,18 @@ struct spool;
 int spool_new(const char *base, struct spool **out);
 void spool_free(struct spool *s);
 const char *spool_dir(const struct spool *s);
+/* The memory spool's directory, or "" when there is none. */
+const char *spool_mem_dir(const struct spool *s);
 
 /* A new empty spool file: an fd, or -errno. */
 int spool_file(struct spool *s);
+
+/*
+ * The same in memory: a file in a private directory on the tmpfs at
+ * /dev/shm, made by spool_new() when there is one (else -ENOENT). Writing
+ * it costs no disk writeback; its pages are the machine's memory, so the
+ * caller bounds what it keeps there.
+ */
+int spool_file_mem(struct spool *s);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +46,9 @@ struct wfile {
 	atomic_int error;    /* a failed write: never commit half a file (read
 			      * unlocked by wfile_error()) */
 	atomic_bool ready;   /* the spool holds the content it started with */
+	bool in_mem;	     /* fd is in the memory spool */
+	bool stay_in_mem;    /* moving it to disk failed: it stays */
+	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
 	struct wfile *next;
 };
 
@@ -75,9 +79,12 @@ struct writer {
 	bool inflight; /* the flusher holds a batch (until its files are put) */
 	bool stopping;
 	pthread_cond_t flush_cond;
+	long long mem_cap;     /* bytes the memory spool may hold, in all */
+	atomic_llong mem_used; /* what the files in it reserved */
 };
 
-struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s)
+struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
+			  long long mem_cap)
 {
 	struct writer *w = calloc(1, sizeof(*w));
 
@@ -86,6 +93,7 @@ struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s)
 	w->e = e;
 	w->m = m;
 	w->spool = s;
+	w->mem_cap = mem_cap;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	pthread_cond_init(&w->flush_cond, NULL);
@@ -160,6 +168,8 @@ struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
 /* A wfile nobody references any more, or never listed. */
 static void wfile_free(struct wfile *f)
 {
+	if (f->in_mem)
+		atomic_fetch_sub(&f->w->mem_used, f->mem_bytes);
 	if (f->fd >= 0)
 		close(f->fd);
 	pthread_mutex_destroy(&f->lock);
@@ -185,7 +195,16 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f->refs = 1;
 	f->ctr = *c;
 	f->path = strdup(path);
-	f->fd = spool_file(w->spool);
+	f->fd = -1;
+	if (w->mem_cap > 0 &&
+	    (!existing || (flags & O_TRUNC) || existing->st_size == 0)) {
+		/* written from the start: in memory until the cap (content
+		 * copied in, for an edit in place, goes to disk) */
+		f->fd = spool_file_mem(w->spool);
+		f->in_mem = f->fd >= 0;
+	}
+	if (f->fd < 0)
+		f->fd = spool_file(w->spool);
 	if (!f->path || f->fd < 0) {
 		ret = f->fd < 0 ? f->fd : -ENOMEM;
 		log_err("cannot write '%s' in container '%s': spool: %s", path,
@@ -274,12 +293,74 @@ struct wfile *wfile_get(struct wfile *f)
 	return f;
 }
 
+/* f->lock held, f in memory: reserves the memory spool up to end. False
+ * when that would pass the cap. */
+static bool reserve_locked(struct wfile *f, off_t end)
+{
+	struct writer *w = f->w;
+	long long grow = end - f->mem_bytes;
+
+	if (grow <= 0)
+		return true;
+	if (atomic_fetch_add(&w->mem_used, grow) + grow > w->mem_cap) {
+		atomic_fetch_sub(&w->mem_used, grow);
+		return false;
+	}
+	f->mem_bytes = end;
+	return true;
+}
+
+/* f->lock held, f in memory: moves its data to a disk spool file, which
+ * takes over f's fd number (dup3), so a read that does not take the lock
+ * reads the same bytes before and after. 0 or -errno. */
+static int spill_locked(struct wfile *f)
+{
+	struct stat st;
+	off_t off = 0;
+	int fd = spool_file(f->w->spool), ret = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(f->fd, &st) < 0)
+		ret = -errno;
+	while (ret == 0 && off < st.st_size) {
+		ssize_t n =
+		    sendfile(fd, f->fd, &off, (size_t)(st.st_size - off));
+
+		if (n <= 0)
+			ret = n < 0 ? -errno : -EIO;
+	}
+	if (ret == 0 && dup3(fd, f->fd, O_CLOEXEC) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret < 0) {
+		log_err("cannot move '%s' in container '%s' to the disk "
+			"spool: %s; it stays in memory",
+			f->path, f->ctr.name, strerror(-ret));
+		f->stay_in_mem = true;
+		return ret;
+	}
+	atomic_fetch_sub(&f->w->mem_used, f->mem_bytes);
+	f->mem_bytes = 0;
+	f->in_mem = false;
+	log_dbg("spool: '%s' in container '%s' goes on on disk after %lld "
+		"bytes in memory",
+		f->path, f->ctr.name, (long long)st.st_size);
+	return 0;
+}
+
 ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 {
 	ssize_t n;
 
 	pthread_mutex_lock(&f->lock);
+	if (f->in_mem && !f->stay_in_mem &&
+	    !reserve_locked(f, off + (off_t)size))
+		spill_locked(f); /* failing, it goes on in memory */
 	n = pwrite(f->fd, buf, size, off);
+	if (n < 0 && errno == ENOSPC && f->in_mem && !f->stay_in_mem &&
+	    spill_locked(f) == 0)
+		n = pwrite(f->fd, buf, size, off); /* the tmpfs was full */
 	if (n < 0) {
 		n = -errno;
 		f->error = (int)n;
@@ -331,10 +412,15 @@ int wfile_truncate(struct wfile *f, off_t size)
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
-	if (ftruncate(f->fd, size) < 0)
+	if (ftruncate(f->fd, size) < 0) {
 		ret = -errno;
-	else
+	} else {
 		touch_mtime(f);
+		if (f->in_mem && size < f->mem_bytes) { /* given back */
+			atomic_fetch_sub(&f->w->mem_used, f->mem_bytes - size);
+			f->mem_bytes = size;
+		}
+	}
 	pthread_mutex_unlock(&f->lock);
 	return ret;
 }

@@ -25,7 +25,13 @@ struct tar_entry;
 struct writer;
 struct wfile;
 
-struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s);
+/*
+ * mem_cap: bytes of written data that the files being written may keep in
+ * the memory spool (spool_file_mem()) in all; a file that would pass it
+ * moves to a disk spool file and goes on there (0: disk only).
+ */
+struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
+			  long long mem_cap);
 
 /* Commits what is pending and frees. */
 void writer_free(struct writer *w);

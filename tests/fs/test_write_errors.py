@@ -157,8 +157,9 @@ def _spool_fds(m, spool):
             target = os.readlink(os.path.join(fd_dir, fd))
         except OSError:
             continue
-        if target == m.log or target.startswith(("/dev/", "socket:", "pipe:", "anon_inode:")):
-            continue
+        if target == m.log or (target.startswith(("/dev/", "socket:", "pipe:", "anon_inode:"))
+                               and "ctrfs-spool" not in target):
+            continue  # the memory spool is in /dev/shm
         if (spool and target.startswith(spool + "/")) or "ctrfs" in target or "(deleted)" in target:
             found.append(target)
     return found
@@ -201,9 +202,13 @@ def test_container_removed_while_writing(mount, container):
         f"ctrfs still holds spool files open: {_spool_fds(m, spool)}"
 
 
-def test_host_spool_full_is_enospc(mount, container, tmp_path):
-    """The host's spool runs out of space: the write or the close fails with
-    ENOSPC, and nothing half-written reaches the container."""
+@pytest.mark.parametrize("mem_spool", ["0", "2"])
+def test_host_spool_full_is_enospc(mount, container, tmp_path, mem_spool):
+    """The host's disk spool runs out of space: the write or the close fails
+    with ENOSPC, and nothing half-written reaches the container. Written to
+    disk from the start (-o mem_spool=0), or moved there from the memory
+    spool once the file passes 2 MiB (the move itself fails then: the file
+    goes on in memory, past the cap, and lands)."""
     c = container()
     spool_base = tmp_path / "tiny"
     spool_base.mkdir()
@@ -212,7 +217,7 @@ def test_host_spool_full_is_enospc(mount, container, tmp_path):
         env = dict(os.environ)
         env.pop("DOCKER_HOST", None)
         env["TMPDIR"] = str(spool_base)
-        m = mount(env=env)
+        m = mount("-o", f"mem_spool={mem_spool}", env=env)
         error = None
         fd = call_with_timeout(os.open, m.p(c, "/tmp/too-big"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                                0o644)
@@ -226,9 +231,14 @@ def test_host_spool_full_is_enospc(mount, container, tmp_path):
                 call_with_timeout(os.close, fd)
             except OSError as e:
                 error = error or e
-        assert error is not None, "4 MiB went through a 1 MiB spool"
-        assert error.errno == errno.ENOSPC, errname(error.errno)
-        assert not exists_inside(c, "/tmp/too-big"), "a half-written file reached the container"
+        if mem_spool == "0":
+            assert error is not None, "4 MiB went through a 1 MiB spool"
+            assert error.errno == errno.ENOSPC, errname(error.errno)
+            assert not exists_inside(c, "/tmp/too-big"), "a half-written file reached the container"
+        else:
+            assert error is None, f"a full disk spool failed a write kept in memory: {error}"
+            assert c.stat("/tmp/too-big")["size"] == 4 * MIB
+            assert "cannot move '/tmp/too-big'" in open(m.log, errors="replace").read()
         assert m.alive()
     finally:
         # lazily: the daemon still holds its spool directory in it

@@ -8,6 +8,8 @@ import os
 import random
 import threading
 
+import pytest
+
 from conftest import (MIB, call_with_timeout, compare_stat, host_tree, read_file, run_tool,
                       sha256_file, tar_tree, tree_diff)
 
@@ -25,10 +27,13 @@ def write_file(path, data, mode="wb", chunk=128 * 1024):
     call_with_timeout(go, timeout=120, what=f"writing {path}")
 
 
-def test_sizes_land_byte_identical(mount, container):
+@pytest.mark.parametrize("spool", ["memory", "disk"])
+def test_sizes_land_byte_identical(mount, container, spool):
+    """Edge sizes, written through the memory spool (the default) and
+    through the disk spool (-o mem_spool=0)."""
     c = container()
     c.exec("mkdir", "/sizes")
-    m = mount()
+    m = mount(*(["-o", "mem_spool=0"] if spool == "disk" else []))
     rng = random.Random(7)
     data = {n: rng.randbytes(n) for n in SIZES}
     for n in SIZES:
@@ -44,6 +49,27 @@ def test_sizes_land_byte_identical(mount, container):
         elif call_with_timeout(read_file, m.p(c, f"/sizes/f{n}")) != data[n]:
             wrong[n] = "bytes read back through the mount differ"
     assert not wrong, wrong
+
+
+def test_file_past_the_memory_spool_moves_to_disk(mount, container, tmp_path):
+    """With 4 MiB of memory spool, a 12 MiB file moves to the disk spool
+    when it passes 4 MiB and goes on there; a second file written at the
+    same time finds the memory spool taken. Both land byte-identical."""
+    c = container()
+    c.exec("mkdir", "/spill")
+    m = mount("-d", "-o", "mem_spool=4")
+    big = os.urandom(12 * MIB + 5)
+    small = os.urandom(3 * MIB)
+    with open(m.p(c, "/spill/big"), "wb") as fb, open(m.p(c, "/spill/small"), "wb") as fs:
+        fb.write(big[:3 * MIB])
+        fs.write(small)  # 3 + 3 MiB: past the cap, small moves
+        fb.write(big[3 * MIB:])  # past 4 MiB: big moves too
+        assert call_with_timeout(read_file, m.p(c, "/spill/big")) == big
+    assert c.cp_sha256("/spill/big") == hashlib.sha256(big).hexdigest()
+    assert c.cp_sha256("/spill/small") == hashlib.sha256(small).hexdigest()
+    log = open(m.log, errors="replace").read()
+    assert "'/spill/big' in container" in log and "goes on on disk" in log
+    assert "'/spill/small' in container" in log
 
 
 def test_large_file_cp(mount, container, big_file):
