@@ -165,6 +165,17 @@ struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
 	return find_ref(w, ctr_id, path, true);
 }
 
+/* w->lock held: takes f off the list (if it is there). */
+static void unlist_locked(struct writer *w, struct wfile *f)
+{
+	for (struct wfile **pp = &w->files; *pp; pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			return;
+		}
+	}
+}
+
 /* A wfile nobody references any more, or never listed. */
 static void wfile_free(struct wfile *f)
 {
@@ -242,13 +253,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			/* an open that shared it meanwhile fails at close */
 			f->error = ret;
 			pthread_mutex_lock(&w->lock);
-			for (struct wfile **pp = &w->files; *pp;
-			     pp = &(*pp)->next) {
-				if (*pp == f) {
-					*pp = f->next;
-					break;
-				}
-			}
+			unlist_locked(w, f); /* no new open finds it */
 			pthread_mutex_unlock(&w->lock);
 			atomic_store(&f->ready, true);
 			pthread_mutex_unlock(&f->lock);
@@ -843,7 +848,6 @@ out:
 void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
-	struct wfile **pp;
 	unsigned long opens;
 	bool give_up, told;
 
@@ -888,12 +892,7 @@ void wfile_put(struct wfile *f)
 			break;
 		/* reopened, maybe written, and dropped meanwhile: again */
 	}
-	for (pp = &w->files; *pp; pp = &(*pp)->next) {
-		if (*pp == f) {
-			*pp = f->next;
-			break;
-		}
-	}
+	unlist_locked(w, f);
 	pthread_mutex_unlock(&w->lock);
 	wfile_free(f);
 }
