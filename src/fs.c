@@ -997,7 +997,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	pthread_mutex_init(&fs.stop_lock, NULL);
 	pthread_cond_init(&fs.stop_cond, NULL);
-	if (spool_new(NULL, &fs.spool) < 0) {
+	if (spool_new(NULL, cfg->mem_spool > 0, &fs.spool) < 0) {
 		log_err("cannot create the spool directory: %s",
 			strerror(errno));
 		goto out_teardown;

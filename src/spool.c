@@ -30,7 +30,7 @@ static int make_dir(const char *base, char *buf, size_t len)
 	return 0;
 }
 
-int spool_new(const char *base, struct spool **out)
+int spool_new(const char *base, bool mem, struct spool **out)
 {
 	struct spool *s = calloc(1, sizeof(*s));
 	struct statfs fs;
@@ -47,7 +47,7 @@ int spool_new(const char *base, struct spool **out)
 		free(s);
 		return ret;
 	}
-	if (statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
+	if (!mem || statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
 	    make_dir(MEM_BASE, s->mem, sizeof(s->mem)) < 0)
 		s->mem[0] = '\0'; /* files are written to disk only */
 	*out = s;

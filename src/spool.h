@@ -8,10 +8,13 @@
 #ifndef CTRFS_SPOOL_H
 #define CTRFS_SPOOL_H
 
+#include <stdbool.h>
+
 struct spool;
 
-/* Creates the directory under base ($TMPDIR, else /var/tmp, when NULL). */
-int spool_new(const char *base, struct spool **out);
+/* Creates the directory under base ($TMPDIR, else /var/tmp, when NULL),
+ * and with mem the memory spool's too (see spool_file_mem()). */
+int spool_new(const char *base, bool mem, struct spool **out);
 void spool_free(struct spool *s);
 const char *spool_dir(const struct spool *s);
 /* The memory spool's directory, or "" when there is none. */

@@ -532,7 +532,7 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
-	if (f->in_container && remove)
+	if (f->in_container)
 		ret = remove(arg);
 	if (ret == 0) {
 		pthread_mutex_lock(&f->w->lock); /* find_locked() reads it */

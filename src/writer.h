@@ -109,7 +109,8 @@ int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
 		  const char *newpath, int (*move)(void *), void *arg);
 
 /* Marks f removed, never to be committed again; when it is in the
- * container, remove(arg) (unless NULL) removes it there first, as above. */
+ * container, remove(arg) removes it there first, under f's lock as in
+ * writer_rename(). */
 int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg);
 
 /* After a directory from was renamed to to: the wfiles below it follow. */

@@ -68,3 +68,31 @@ def test_engine_500_on_listing_then_recovery(mount, container, proxy):
     assert m.alive()
     proxy.clear()
     assert wait_for(lambda: c.name in m.listdir(), timeout=10)
+
+
+def test_failed_copy_for_an_edit_leaves_nothing_behind(mount, container, proxy):
+    """open(O_RDWR) of an existing file copies its content in with a GET
+    (the file is listed for other opens while it copies); when that GET
+    fails the open fails, and nothing of it stays: the next open copies
+    again, and its write lands on the whole content."""
+    c = container()
+    c.sh("mkdir /cf; echo content > /cf/b")
+    m = mount("-o", "attr_timeout=30", engine=proxy)
+    p = m.p(c, "/cf/b")
+    os.stat(p)
+    proxy.fail("GET", "path=%2Fcf%2Fb ", 500)
+    try:
+        fd = call_with_timeout(os.open, p, os.O_RDWR)
+    except OSError as e:
+        err = e
+    else:
+        os.close(fd)
+        err = None
+    assert proxy.hits, "no GET of the file"
+    assert err is not None, "the open succeeded without the file's content"
+    proxy.clear()
+    fd = call_with_timeout(os.open, p, os.O_RDWR | os.O_APPEND)
+    os.write(fd, b"more\n")
+    os.close(fd)
+    assert c.exec("cat", "/cf/b") == b"content\nmore\n"
+    assert m.alive()

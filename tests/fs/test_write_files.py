@@ -33,7 +33,9 @@ def test_sizes_land_byte_identical(mount, container, spool):
     through the disk spool (-o mem_spool=0)."""
     c = container()
     c.exec("mkdir", "/sizes")
-    m = mount(*(["-o", "mem_spool=0"] if spool == "disk" else []))
+    m = mount("-d", *(["-o", "mem_spool=0"] if spool == "disk" else []))
+    want_mem = "in memory: none" if spool == "disk" else "in memory: /dev/shm/ctrfs-spool."
+    assert want_mem in open(m.log, errors="replace").read()
     rng = random.Random(7)
     data = {n: rng.randbytes(n) for n in SIZES}
     for n in SIZES:
