@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "engine.h"
+#include "clocklag.h"
 #include "hostcfg.h"
 #include "log.h"
 
@@ -19,7 +20,6 @@
 #define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
-#define CLOCK_WINDOW	60.0 /* seconds one lag estimate is kept */
 
 /* Idle objects kept for the next call, under the engine's pool_lock. */
 struct pool {
@@ -44,15 +44,10 @@ struct engine {
 	bool tls;
 	bool tls_verify;
 	char *ca, *cert, *key; /* or NULL */
-	/* How far our clock runs ahead of the engine's, from the Date header
-	 * of its replies: the smallest (our second - its second) seen, per
-	 * window of CLOCK_WINDOW seconds, for this one and the one before.
-	 * The true lag is below that plus one second. */
+	/* How far our clock runs ahead of the engine's (clocklag.h) */
 	pthread_mutex_t clock_lock;
-	long lag_min[2];
-	bool lag_seen[2];
-	double lag_since; /* now_mono() when window 0 began */
-	long lag_logged;  /* the last lag said in the log */
+	struct clocklag lag;
+	long lag_logged; /* the last lag said in the log */
 };
 
 struct engine_stream {
@@ -265,18 +260,6 @@ static CURL *easy_get(struct engine *e)
 	return h;
 }
 
-/* The lag of the engine's clock behind ours (see struct engine), 0 until
- * a reply has told it; under clock_lock. */
-static long lag_locked(const struct engine *e)
-{
-	if (e->lag_seen[0] && e->lag_seen[1])
-		return e->lag_min[0] < e->lag_min[1] ? e->lag_min[0]
-						     : e->lag_min[1];
-	return e->lag_seen[0]	? e->lag_min[0]
-	       : e->lag_seen[1] ? e->lag_min[1]
-				: 0;
-}
-
 /* Reads the Date header of h's last reply: the engine's second when it
  * answered, which was before our second now. */
 static void observe_clock(struct engine *e, CURL *h)
@@ -292,19 +275,7 @@ static void observe_clock(struct engine *e, CURL *h)
 	if (date == -1)
 		return;
 	pthread_mutex_lock(&e->clock_lock);
-	if (t - e->lag_since >= CLOCK_WINDOW) {
-		/* a new window; the last one stays only if it just ended */
-		e->lag_min[1] = e->lag_min[0];
-		e->lag_seen[1] =
-		    e->lag_seen[0] && t - e->lag_since < 2 * CLOCK_WINDOW;
-		e->lag_seen[0] = false;
-		e->lag_since = t;
-	}
-	if (!e->lag_seen[0] || (long)(now - date) < e->lag_min[0]) {
-		e->lag_min[0] = (long)(now - date);
-		e->lag_seen[0] = true;
-	}
-	lag = lag_locked(e);
+	lag = clocklag_add(&e->lag, t, (long)(now - date));
 	if (lag != e->lag_logged &&
 	    (lag >= 2 || lag <= -2 || e->lag_logged >= 2 ||
 	     e->lag_logged <= -2)) {
@@ -321,7 +292,7 @@ static long engine_lag(struct engine *e)
 	long lag;
 
 	pthread_mutex_lock(&e->clock_lock);
-	lag = lag_locked(e);
+	lag = clocklag_get(&e->lag);
 	pthread_mutex_unlock(&e->clock_lock);
 	return lag;
 }
