@@ -42,7 +42,7 @@ struct wfile {
 	bool flushing; /* write-back: in the flusher's PUT now */
 	double due;
 	unsigned long opens; /* references taken by lookups and opens */
-	int attempts;	     /* write-back commits that failed */
+	atomic_int attempts; /* write-back commits of its data that failed */
 	atomic_int error;    /* a failed write: never commit half a file (read
 			      * unlocked by wfile_error()) */
 	atomic_bool ready;   /* the spool holds the content it started with */
@@ -280,7 +280,7 @@ static void mark_dirty(struct wfile *f)
 {
 	f->dirty = true;
 	f->failed = false; /* the next close tries it, whatever the last did */
-	f->attempts = 0;   /* new content: write-back tries it anew */
+	atomic_store(&f->attempts, 0); /* new content: tried anew */
 }
 
 static void touch_mtime(struct wfile *f)
@@ -558,7 +558,10 @@ static struct wfile **collect_locked(struct writer *w, const char *ctr_id,
 
 	*n = 0;
 	for (struct wfile *f = w->files; f; f = f->next) {
-		if ((queued && !f->pending && !f->flushing) ||
+		/* queued: in the write-back queue, and not failed before (a
+		 * file that failed keeps its delay before the next try) */
+		if ((queued && ((!f->pending && !f->flushing) ||
+				atomic_load(&f->attempts) > 0)) ||
 		    strcmp(f->ctr.id, ctr_id) != 0 ||
 		    !below(f->path, dir, dlen, deep))
 			continue;
@@ -811,7 +814,7 @@ static void landed(struct wfile *f, long t0)
 
 	f->dirty = false;
 	f->in_container = true;
-	f->attempts = 0;
+	atomic_store(&f->attempts, 0);
 	stat_locked(f, &st);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
@@ -845,6 +848,24 @@ out:
 	return ret;
 }
 
+/* Write-back's tries of one file's data: after a failure the delay before
+ * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
+ * keeps trying for about two minutes, long enough for an engine restart.
+ * Unmount's drain tries at once, without the delays. */
+#define WB_ATTEMPTS  8
+#define WB_RETRY_MAX 30.0
+
+/* The wait before the next write-back try of a file that failed
+ * attempts times, with write-back delay wb. */
+static double wb_delay(double wb, int attempts)
+{
+	double d = wb, cap = wb > WB_RETRY_MAX ? wb : WB_RETRY_MAX;
+
+	for (int i = 0; i < attempts && d < cap; i++)
+		d *= 2;
+	return d < cap ? d : cap;
+}
+
 void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
@@ -860,10 +881,12 @@ void wfile_put(struct wfile *f)
 	}
 	for (;;) {
 		if (w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
-		    f->attempts < 3) {
+		    atomic_load(&f->attempts) < WB_ATTEMPTS) {
 			if (!f->pending) { /* a lookup keeps the due time */
 				f->pending = true;
-				f->due = now_mono() + w->writeback;
+				f->due = now_mono() +
+					 wb_delay(w->writeback,
+						  atomic_load(&f->attempts));
 			}
 			pthread_cond_broadcast(&w->flush_cond);
 			pthread_mutex_unlock(&w->lock);
@@ -873,7 +896,7 @@ void wfile_put(struct wfile *f)
 		opens = f->opens;
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_lock(&f->lock); /* its path may change else */
-		give_up = f->attempts >= 3;
+		give_up = atomic_load(&f->attempts) >= WB_ATTEMPTS;
 		if (give_up)
 			log_err("gave up writing '%s' in container '%s': its "
 				"data is lost",
@@ -1010,13 +1033,23 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 		if (ret == 0) {
 			landed(f, t0);
 		} else {
-			f->attempts++;
+			atomic_fetch_add(&f->attempts, 1);
 			pthread_mutex_unlock(&f->lock);
 		}
 	}
 	if (ret == 0)
 		log_dbg("write-back: %zu files in '%s' with one PUT", n, dir);
 	free(items);
+}
+
+/* w->lock held: f goes in the PUT of first, which is due: it waits for
+ * write-back in the same container, and is not a failed file whose next
+ * try is not due yet (so that it does not fail the others' PUT again). */
+static bool batchable(const struct writer *w, const struct wfile *f,
+		      const struct wfile *first, double now)
+{
+	return f->pending && strcmp(f->ctr.id, first->ctr.id) == 0 &&
+	       (f->due <= now || w->draining || atomic_load(&f->attempts) == 0);
 }
 
 static void *flusher_main(void *arg)
@@ -1053,14 +1086,13 @@ static void *flusher_main(void *arg)
 			continue;
 		}
 		for (struct wfile *f = w->files; f; f = f->next)
-			if (f->pending && strcmp(f->ctr.id, first->ctr.id) == 0)
+			if (batchable(w, f, first, now))
 				n++;
 		batch = malloc(n * sizeof(*batch));
 		w->inflight = batch != NULL;
 		n = 0;
 		for (struct wfile *f = w->files; batch && f; f = f->next) {
-			if (f->pending &&
-			    strcmp(f->ctr.id, first->ctr.id) == 0) {
+			if (batchable(w, f, first, now)) {
 				f->pending = false;
 				f->flushing = true;
 				f->refs++;
@@ -1125,8 +1157,11 @@ bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 	for (;;) {
 		bool any = false;
 
+		/* each tried once: a failed one waits for its next try */
 		for (size_t i = 0; i < n && !any; i++)
-			any = list[i]->pending || list[i]->flushing;
+			any = list[i]->flushing ||
+			      (list[i]->pending &&
+			       atomic_load(&list[i]->attempts) == 0);
 		if (!any)
 			break;
 		pthread_cond_broadcast(&w->flush_cond);

@@ -40,7 +40,8 @@ void writer_free(struct writer *w);
  * Opt-in write-back: a file closed after writing waits delay seconds, then
  * every such file of the container goes in one PUT (at the files' common
  * directory). close() then returns before the data is in the container;
- * failures are retried and logged. fsync still commits at once.
+ * failures are tried again with a doubling delay (eight tries, about two
+ * minutes) and logged. fsync still commits at once.
  */
 int writer_set_writeback(struct writer *w, double delay);
 bool writer_writeback(const struct writer *w);
@@ -48,7 +49,9 @@ bool writer_writeback(const struct writer *w);
 /* Write-back: commits the files of container ctr_id pending below directory
  * dir (deep) or in it now and waits for them (and for those being sent),
  * so that a look at dir or a change of it (its times, its name) comes after
- * them; not for files closed meanwhile. Whether there were any. */
+ * them; not for files closed meanwhile, nor for files whose PUT failed
+ * before (they keep their delay; each file is waited for until it was
+ * tried once). Whether there were any. */
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep);
 

@@ -10,7 +10,9 @@ demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
 heads, and bodies with a Content-Length. A connection whose client sends a
-chunked body is passed through untouched from then on.
+chunked body is passed through untouched from then on; when such a request is
+failed, its reply says "Connection: close" and the rest of what the client
+sends on it is dropped.
 """
 
 import os
@@ -113,12 +115,15 @@ class FaultProxy:
         buf = b""
         body_left = 0
         passthrough = False
+        discard = False
         try:
             while True:
                 data = client.recv(65536)
                 if not data:
                     up.shutdown(socket.SHUT_WR)
                     return
+                if discard:
+                    continue
                 if passthrough:
                     up.sendall(data)
                     continue
@@ -139,8 +144,15 @@ class FaultProxy:
                     action, arg = self._match(lines[0])
                     if action == "fail":
                         msg = b'{"message":"fault injected by the test proxy"}'
+                        chunked = headers.get("transfer-encoding", "").lower() == "chunked"
                         client.sendall(b"HTTP/1.1 %d Injected\r\nContent-Type: application/json\r\n"
-                                       b"Content-Length: %d\r\n\r\n%s" % (arg, len(msg), msg))
+                                       b"Content-Length: %d\r\n%s\r\n%s"
+                                       % (arg, len(msg), b"Connection: close\r\n" if chunked else b"",
+                                          msg))
+                        if chunked:  # its body is not parsed: drop the rest of the connection
+                            discard = True
+                            buf = b""
+                            break
                         body_left = 0  # a failed request's body (if any) is dropped below
                         cl = int(headers.get("content-length", "0") or 0)
                         drop = min(cl, len(buf))

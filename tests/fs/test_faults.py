@@ -5,6 +5,7 @@ and the daemon keeps serving everything else."""
 
 import errno
 import os
+import time
 
 import pytest
 
@@ -95,4 +96,82 @@ def test_failed_copy_for_an_edit_leaves_nothing_behind(mount, container, proxy):
     os.write(fd, b"more\n")
     os.close(fd)
     assert c.exec("cat", "/cf/b") == b"content\nmore\n"
+    assert m.alive()
+
+
+def put_fails(proxy):
+    return proxy.hits.get(("PUT", "/archive"), 0)
+
+
+def inside(c, path):
+    """The file's content in the container, or None when it is not there."""
+    r = c.engine.docker("exec", c.name, "cat", path, check=False)
+    return r.stdout if r.returncode == 0 else None
+
+
+def test_write_back_rides_out_an_engine_outage(mount, container, proxy):
+    """With write-back, close returns before the PUT. While the engine
+    fails PUTs (down, restarting), ctrfs tries again with a growing delay,
+    longer than three tries (it gave up after three before, 0.9 s here),
+    and the file lands once the engine takes it. A look at the directory
+    meanwhile does not hurry the next try."""
+    c = container()
+    c.sh("mkdir /wb")
+    m = mount("-o", "writeback=0.3", "-o", "attr_timeout=0", engine=proxy)
+    proxy.fail("PUT", "/archive", 500)
+    with open(m.p(c, "/wb/f"), "wb") as f:
+        f.write(b"tried again\n")
+    assert wait_for(lambda: put_fails(proxy) >= 2, timeout=10, interval=0.01), "no PUTs"
+    tried = put_fails(proxy)
+    os.stat(m.p(c, "/wb"))  # the next try is 1.2 s away
+    assert put_fails(proxy) == tried, "a getattr of the directory forced a try"
+    assert wait_for(lambda: put_fails(proxy) >= 4, timeout=15, interval=0.01), \
+        f"gave up?\n{m.log_text()}"
+    proxy.clear()
+    assert wait_for(lambda: inside(c, "/wb/f") == b"tried again\n", timeout=15), \
+        f"not in the container: {inside(c, '/wb/f')!r}\n{m.log_text()}"
+    assert "gave up" not in open(m.log, errors="replace").read()
+    assert m.alive()
+
+
+def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy):
+    """Write-back PUTs of the same data that keep failing: after eight
+    tries (about 13 s with a 0.05 s delay) ctrfs stops and says so in its
+    log, naming the file, and the mount does not show it any more."""
+    c = container()
+    c.sh("mkdir /wg")
+    m = mount("-o", "writeback=0.05", engine=proxy)
+    proxy.fail("PUT", "/archive", 500)
+    with open(m.p(c, "/wg/f"), "wb") as f:
+        f.write(b"lost\n")
+    said = "gave up writing '/wg/f'"
+    assert wait_for(lambda: said in open(m.log, errors="replace").read(), timeout=40), \
+        f"no give-up in the log:\n{m.log_text()}"
+    assert put_fails(proxy) == 8
+    time.sleep(1.0)
+    assert put_fails(proxy) == 8, "tried again after giving up"
+    assert wait_for(lambda: not os.path.exists(m.p(c, "/wg/f")), timeout=5), \
+        "the mount still shows a file that never landed"
+    assert m.alive()
+
+
+def test_a_new_write_gives_write_back_three_more_tries(mount, container, proxy):
+    """The failure count is of the data the file holds: a write through a
+    new open while it waits for its next try shares the file and starts the
+    count (and the delay) again; both writes land together."""
+    c = container()
+    c.sh("mkdir /wn")
+    m = mount("-o", "writeback=0.2", engine=proxy)
+    p = m.p(c, "/wn/f")
+    proxy.fail("PUT", "/archive", 500)
+    with open(p, "wb") as f:
+        f.write(b"one\n")
+    assert wait_for(lambda: put_fails(proxy) >= 2, timeout=10, interval=0.01), "no PUTs"
+    with open(p, "ab") as f:  # the file waits for its third try: shared
+        f.write(b"two\n")
+    assert wait_for(lambda: put_fails(proxy) >= 3, timeout=10, interval=0.01), "no third PUT"
+    proxy.clear()
+    assert wait_for(lambda: inside(c, "/wn/f") == b"one\ntwo\n", timeout=10), \
+        f"in the container: {inside(c, '/wn/f')!r}\n{m.log_text()}"
+    assert "gave up" not in open(m.log, errors="replace").read()
     assert m.alive()

@@ -82,6 +82,37 @@ def test_rewrite_while_an_open_copies_the_file_in(mount, container, proxy):
     assert c.exec("cat", "/uc/b") == b"New\n"
 
 
+def test_read_while_an_open_copies_the_file_in(mount, container, proxy):
+    """A reader that opens the file while open(O_RDWR) is still copying its
+    content in (the GET's reply slowed here) shares that open file: its
+    read waits for the copy and gets the whole content, not the part of
+    the spool written so far."""
+    c = container()
+    data = os.urandom(3 * 1024 * 1024 + 7)
+    c.sh("mkdir /rc")
+    c.write("/rc/b", data)
+    proxy.delay_reply("GET", "path=%2Frc%2Fb ", 1.0)
+    m = mount("-o", "attr_timeout=30", engine=proxy)
+    p = m.p(c, "/rc/b")
+    assert os.stat(p).st_size == len(data)
+    opened = {}
+
+    def opener():
+        opened["fd"] = os.open(p, os.O_RDWR)
+
+    t = threading.Thread(target=opener)
+    t.start()
+    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no GET of the file"
+    with open(p, "rb") as f:  # shares the file being copied in
+        got = f.read()
+    t.join(30)
+    os.close(opened["fd"])
+    n, want = len(got), len(data)
+    assert n == want, f"read {n} of {want} bytes"
+    same = got == data
+    assert same, "read differs from the file's content"
+
+
 def test_directory_renamed_under_an_open_file(mount, container):
     """A file open for writing in a directory that is renamed is committed
     in the directory's new place, with all its data."""
