@@ -551,17 +551,18 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
  */
 static struct wfile **collect_locked(struct writer *w, const char *ctr_id,
 				     const char *dir, size_t dlen, bool deep,
-				     bool queued, size_t *n)
+				     bool queued, bool failed, size_t *n)
 {
 	struct wfile **list = NULL;
 	size_t cap = 0;
 
 	*n = 0;
 	for (struct wfile *f = w->files; f; f = f->next) {
-		/* queued: in the write-back queue, and not failed before (a
-		 * file that failed keeps its delay before the next try) */
-		if ((queued && ((!f->pending && !f->flushing) ||
-				atomic_load(&f->attempts) > 0)) ||
+		/* queued: in the write-back queue or being sent; without
+		 * failed, not waiting for a try after a failure */
+		if ((queued && !f->pending && !f->flushing) ||
+		    (queued && !failed && f->pending &&
+		     atomic_load(&f->attempts) > 0) ||
 		    strcmp(f->ctr.id, ctr_id) != 0 ||
 		    !below(f->path, dir, dlen, deep))
 			continue;
@@ -587,7 +588,7 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 	struct wfile **list;
 
 	pthread_mutex_lock(&w->lock);
-	list = collect_locked(w, ctr_id, from, flen, true, false, &n);
+	list = collect_locked(w, ctr_id, from, flen, true, false, true, &n);
 	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = list[i];
@@ -853,6 +854,7 @@ out:
  * keeps trying for about two minutes, long enough for an engine restart.
  * Unmount's drain tries at once, without the delays. */
 #define WB_ATTEMPTS  8
+#define WB_ALONE     2 /* failures after which a file is sent alone */
 #define WB_RETRY_MAX 30.0
 
 /* The wait before the next write-back try of a file that failed
@@ -1042,14 +1044,22 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 	free(items);
 }
 
-/* w->lock held: f goes in the PUT of first, which is due: it waits for
+/* w->lock held: f goes in the PUT of first, which is due. It waits for
  * write-back in the same container, and is not a failed file whose next
- * try is not due yet (so that it does not fail the others' PUT again). */
+ * try is not due yet. A file that failed WB_ALONE times goes alone, and
+ * alone with it: one file that cannot land (its directory replaced in the
+ * container, say) then fails no other; a batch that failed for the
+ * engine's sake (down, restarting) goes together once more first. */
 static bool batchable(const struct writer *w, const struct wfile *f,
 		      const struct wfile *first, double now)
 {
-	return f->pending && strcmp(f->ctr.id, first->ctr.id) == 0 &&
-	       (f->due <= now || w->draining || atomic_load(&f->attempts) == 0);
+	if (f == first)
+		return true;
+	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0 ||
+	    atomic_load(&f->attempts) >= WB_ALONE ||
+	    atomic_load(&first->attempts) >= WB_ALONE)
+		return false;
+	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
 }
 
 static void *flusher_main(void *arg)
@@ -1151,17 +1161,19 @@ bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 	/* the files pending now, not those closed while we wait: a writer
 	 * that keeps closing files there must not hold us up for good */
 	pthread_mutex_lock(&w->lock);
-	list = collect_locked(w, ctr_id, dir, dlen, deep, true, &n);
+	/* a rename (deep) takes the failed ones too: they would land under
+	 * the old name; a look at a directory or a change of its attributes
+	 * leaves them their delay */
+	list = collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
 	for (size_t i = 0; i < n; i++)
 		list[i]->due = 0; /* now */
 	for (;;) {
 		bool any = false;
 
-		/* each tried once: a failed one waits for its next try */
+		/* each tried once: our reference keeps a failed one out of
+		 * the queue until our put below */
 		for (size_t i = 0; i < n && !any; i++)
-			any = list[i]->flushing ||
-			      (list[i]->pending &&
-			       atomic_load(&list[i]->attempts) == 0);
+			any = list[i]->pending || list[i]->flushing;
 		if (!any)
 			break;
 		pthread_cond_broadcast(&w->flush_cond);

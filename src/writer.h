@@ -49,9 +49,9 @@ bool writer_writeback(const struct writer *w);
 /* Write-back: commits the files of container ctr_id pending below directory
  * dir (deep) or in it now and waits for them (and for those being sent),
  * so that a look at dir or a change of it (its times, its name) comes after
- * them; not for files closed meanwhile, nor for files whose PUT failed
- * before (they keep their delay; each file is waited for until it was
- * tried once). Whether there were any. */
+ * them, each for one try; not for files closed meanwhile, nor (unless
+ * deep: a rename) for files waiting for a try after a failed one (they
+ * keep their delay). Whether there were any. */
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep);
 

@@ -155,23 +155,48 @@ def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy):
     assert m.alive()
 
 
-def test_a_new_write_gives_write_back_three_more_tries(mount, container, proxy):
+def test_a_new_write_during_retries_starts_the_count_again(mount, container, proxy):
     """The failure count is of the data the file holds: a write through a
-    new open while it waits for its next try shares the file and starts the
-    count (and the delay) again; both writes land together."""
+    new open while the file waits for its next try shares the file and
+    starts the count again, so the new data gets eight tries of its own.
+    Five failures before the write and four after it: nine in all, past the
+    eight that would make ctrfs give up on one version of the data."""
     c = container()
     c.sh("mkdir /wn")
-    m = mount("-o", "writeback=0.2", engine=proxy)
+    m = mount("-o", "writeback=0.05", engine=proxy)
     p = m.p(c, "/wn/f")
     proxy.fail("PUT", "/archive", 500)
     with open(p, "wb") as f:
         f.write(b"one\n")
-    assert wait_for(lambda: put_fails(proxy) >= 2, timeout=10, interval=0.01), "no PUTs"
-    with open(p, "ab") as f:  # the file waits for its third try: shared
+    assert wait_for(lambda: put_fails(proxy) >= 5, timeout=15, interval=0.01), "no PUTs"
+    with open(p, "ab") as f:  # the next try is 1.6 s away: shared
         f.write(b"two\n")
-    assert wait_for(lambda: put_fails(proxy) >= 3, timeout=10, interval=0.01), "no third PUT"
+    assert wait_for(lambda: put_fails(proxy) >= 9, timeout=15, interval=0.01), \
+        f"gave up after {put_fails(proxy)} tries:\n{m.log_text()}"
     proxy.clear()
-    assert wait_for(lambda: inside(c, "/wn/f") == b"one\ntwo\n", timeout=10), \
+    assert wait_for(lambda: inside(c, "/wn/f") == b"one\ntwo\n", timeout=15), \
         f"in the container: {inside(c, '/wn/f')!r}\n{m.log_text()}"
     assert "gave up" not in open(m.log, errors="replace").read()
+    assert m.alive()
+
+
+def test_a_file_that_cannot_land_does_not_take_the_others_down(mount, container, proxy):
+    """Two files closed together go in one PUT. When that PUT keeps failing
+    because of one of them, each is sent alone after the second failure:
+    the other one lands."""
+    c = container()
+    c.sh("mkdir -p /wp/d /wp/x")
+    m = mount("-o", "writeback=0.2", engine=proxy)
+    # the PUT of both goes to their common parent /wp, bad's alone to /wp/d
+    proxy.fail("PUT", "path=%2Fwp%2Fd ", 500)
+    proxy.fail("PUT", "path=%2Fwp ", 500)
+    with open(m.p(c, "/wp/d/bad"), "wb") as f:
+        f.write(b"bad\n")
+    with open(m.p(c, "/wp/x/good"), "wb") as f:
+        f.write(b"good\n")
+    assert wait_for(lambda: inside(c, "/wp/x/good") == b"good\n", timeout=15), \
+        f"the good file did not land:\n{m.log_text()}"
+    assert proxy.hits.get(("PUT", "path=%2Fwp "), 0) == 2, "not two failed PUTs of both"
+    assert inside(c, "/wp/d/bad") is None
+    assert "gave up writing '/wp/x/good'" not in open(m.log, errors="replace").read()
     assert m.alive()
