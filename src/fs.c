@@ -50,6 +50,7 @@ struct fs {
 struct handle {
 	struct reader *r;
 	struct wfile *w;
+	bool writes; /* opened for writing (a flush's fi has no flags) */
 };
 
 static struct handle *handle_of(struct fuse_file_info *fi)
@@ -304,7 +305,8 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		ctr_put(fs->ctrs, c);
 		return -ENOMEM;
 	}
-	if (create || (fi->flags & O_ACCMODE) != O_RDONLY)
+	h->writes = create || (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (h->writes)
 		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
 	else
 		ret = open_read(fs, c, inner, h);
@@ -362,8 +364,12 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 
 	if (!h->w)
 		return 0;
-	if (writer_writeback(fs->writer))
-		return wfile_error(h->w); /* committed after the last close */
+	if (writer_writeback(fs->writer)) {
+		/* committed after the last close */
+		if (h->writes)
+			wfile_queue(h->w);
+		return wfile_error(h->w);
+	}
 	return wfile_commit(h->w);
 }
 

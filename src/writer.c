@@ -52,6 +52,25 @@ struct wfile {
 	struct wfile *next;
 };
 
+/* Write-back's tries of one file's data: after a failure the delay before
+ * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
+ * keeps trying for about two minutes, long enough for an engine restart.
+ * Unmount's drain tries at once, without the delays. */
+#define WB_ATTEMPTS  8
+#define WB_ALONE     2 /* failures after which a file is sent alone */
+#define WB_RETRY_MAX 30.0
+
+/* The wait before the next write-back try of a file that failed
+ * attempts times, with write-back delay wb. */
+static double wb_delay(double wb, int attempts)
+{
+	double d = wb, cap = wb > WB_RETRY_MAX ? wb : WB_RETRY_MAX;
+
+	for (int i = 0; i < attempts && d < cap; i++)
+		d *= 2;
+	return d < cap ? d : cap;
+}
+
 /* One file of a group commit. */
 struct item {
 	struct wfile *f;
@@ -527,6 +546,25 @@ int wfile_error(struct wfile *f)
 	return f->error;
 }
 
+void wfile_queue(struct wfile *f)
+{
+	struct writer *w = f->w;
+	bool dirty;
+
+	pthread_mutex_lock(&f->lock);
+	dirty = f->dirty && !f->unlinked && !f->error;
+	pthread_mutex_lock(&w->lock);
+	if (w->writeback > 0 && dirty && !f->pending && !f->flushing &&
+	    atomic_load(&f->attempts) < WB_ATTEMPTS) {
+		f->pending = true;
+		f->due = now_mono() +
+			 wb_delay(w->writeback, atomic_load(&f->attempts));
+		pthread_cond_broadcast(&w->flush_cond);
+	}
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&f->lock);
+}
+
 int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 {
 	int ret = 0;
@@ -847,25 +885,6 @@ int wfile_commit(struct wfile *f)
 out:
 	pthread_mutex_unlock(&f->lock);
 	return ret;
-}
-
-/* Write-back's tries of one file's data: after a failure the delay before
- * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
- * keeps trying for about two minutes, long enough for an engine restart.
- * Unmount's drain tries at once, without the delays. */
-#define WB_ATTEMPTS  8
-#define WB_ALONE     2 /* failures after which a file is sent alone */
-#define WB_RETRY_MAX 30.0
-
-/* The wait before the next write-back try of a file that failed
- * attempts times, with write-back delay wb. */
-static double wb_delay(double wb, int attempts)
-{
-	double d = wb, cap = wb > WB_RETRY_MAX ? wb : WB_RETRY_MAX;
-
-	for (int i = 0; i < attempts && d < cap; i++)
-		d *= 2;
-	return d < cap ? d : cap;
 }
 
 void wfile_put(struct wfile *f)

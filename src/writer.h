@@ -91,6 +91,12 @@ int wfile_commit(struct wfile *f);
 /* The error that poisoned the file (a failed spool write), or 0. */
 int wfile_error(struct wfile *f);
 
+/* Write-back: a close of a handle that wrote f queues it now, not at the
+ * release that the kernel sends later and on its own: a look at or a
+ * change of its directory right after the close (cp -a's utimens) finds
+ * it queued, and waits for it. */
+void wfile_queue(struct wfile *f);
+
 /* Folded metadata changes; each marks the file changed. */
 int wfile_truncate(struct wfile *f, off_t size);
 void wfile_chmod(struct wfile *f, mode_t mode);

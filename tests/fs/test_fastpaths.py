@@ -127,6 +127,27 @@ def test_cp_a_with_write_back_keeps_directory_times(mount, container, tmp_path):
     assert not tree_diff(tar_tree(c, "/cpa"), want, keys=keys)
 
 
+def test_write_back_queues_a_file_at_close_not_at_release(mount, container):
+    """The kernel sends a file's RELEASE on its own, after close() returned
+    (and only once every duplicate of the descriptor is closed); its FLUSH
+    comes with close() itself. With write-back the file is queued at that
+    close: setting its directory's times right after it (cp -a) waits for
+    the file, so the file's PUT does not move them afterwards. A dup held
+    open keeps the release away here, as a slow release did in cp -a."""
+    c = container()
+    c.sh("mkdir /qr")
+    m = mount("-o", "writeback=0.5")
+    fd = os.open(m.p(c, "/qr/f"), os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"queued at close\n")
+    keep = os.dup(fd)
+    os.close(fd)  # FLUSH; no RELEASE while `keep` is open
+    os.utime(m.p(c, "/qr"), (1_600_000_000, 1_600_000_000))
+    os.close(keep)
+    time.sleep(1.5)  # three write-back delays: anything left has landed
+    assert c.exec("cat", "/qr/f") == b"queued at close\n"
+    assert c.stat("/qr")["mtime"] == 1_600_000_000, c.stat("/qr")
+
+
 def test_rename_and_remove_while_write_back_sends_the_file(mount, container, tmp_path):
     """A rename (rsync's temporary file) or removal that meets the write-back
     PUT of the file in flight waits for it and is then done in the container:

@@ -109,6 +109,18 @@ def inside(c, path):
     return r.stdout if r.returncode == 0 else None
 
 
+def lands_once_healed(m, c, proxy, path, want, fails):
+    """Wait for `fails` failed PUTs, let PUTs through again, and expect
+    `want` at `path` in the container, with nothing given up."""
+    assert wait_for(lambda: put_fails(proxy) >= fails, timeout=15, interval=0.01), \
+        f"gave up after {put_fails(proxy)} tries:\n{m.log_text()}"
+    proxy.clear()
+    assert wait_for(lambda: inside(c, path) == want, timeout=15), \
+        f"in the container: {inside(c, path)!r}\n{m.log_text()}"
+    assert "gave up" not in open(m.log, errors="replace").read()
+    assert m.alive()
+
+
 def test_write_back_rides_out_an_engine_outage(mount, container, proxy):
     """With write-back, close returns before the PUT. While the engine
     fails PUTs (down, restarting), ctrfs tries again with a growing delay,
@@ -125,13 +137,7 @@ def test_write_back_rides_out_an_engine_outage(mount, container, proxy):
     tried = put_fails(proxy)
     os.stat(m.p(c, "/wb"))  # the next try is 1.2 s away
     assert put_fails(proxy) == tried, "a getattr of the directory forced a try"
-    assert wait_for(lambda: put_fails(proxy) >= 4, timeout=15, interval=0.01), \
-        f"gave up?\n{m.log_text()}"
-    proxy.clear()
-    assert wait_for(lambda: inside(c, "/wb/f") == b"tried again\n", timeout=15), \
-        f"not in the container: {inside(c, '/wb/f')!r}\n{m.log_text()}"
-    assert "gave up" not in open(m.log, errors="replace").read()
-    assert m.alive()
+    lands_once_healed(m, c, proxy, "/wb/f", b"tried again\n", fails=4)
 
 
 def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy):
@@ -171,13 +177,7 @@ def test_a_new_write_during_retries_starts_the_count_again(mount, container, pro
     assert wait_for(lambda: put_fails(proxy) >= 5, timeout=15, interval=0.01), "no PUTs"
     with open(p, "ab") as f:  # the next try is 1.6 s away: shared
         f.write(b"two\n")
-    assert wait_for(lambda: put_fails(proxy) >= 9, timeout=15, interval=0.01), \
-        f"gave up after {put_fails(proxy)} tries:\n{m.log_text()}"
-    proxy.clear()
-    assert wait_for(lambda: inside(c, "/wn/f") == b"one\ntwo\n", timeout=15), \
-        f"in the container: {inside(c, '/wn/f')!r}\n{m.log_text()}"
-    assert "gave up" not in open(m.log, errors="replace").read()
-    assert m.alive()
+    lands_once_healed(m, c, proxy, "/wn/f", b"one\ntwo\n", fails=9)
 
 
 def test_a_file_that_cannot_land_does_not_take_the_others_down(mount, container, proxy):

@@ -52,6 +52,20 @@ def test_rename_onto_a_file_due_during_the_mv(mount, container, proxy):
         assert f.read() == "from-a\n"
 
 
+def open_copying(p, proxy):
+    """open(p, O_RDWR) in a thread, returned once its copy's GET (slowed by
+    the proxy) has gone out: (thread, {"fd": fd once the open returned})."""
+    opened = {}
+
+    def opener():
+        opened["fd"] = os.open(p, os.O_RDWR)
+
+    t = threading.Thread(target=opener)
+    t.start()
+    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no GET of the file"
+    return t, opened
+
+
 def test_rewrite_while_an_open_copies_the_file_in(mount, container, proxy):
     """open(O_RDWR) of an existing file copies its content in first (a GET,
     its reply slowed here). Another process that rewrites the file meanwhile
@@ -65,14 +79,7 @@ def test_rewrite_while_an_open_copies_the_file_in(mount, container, proxy):
     m = mount("-o", "attr_timeout=30", engine=proxy)
     p = m.p(c, "/uc/b")
     os.stat(p)
-    opened = {}
-
-    def opener():
-        opened["fd"] = os.open(p, os.O_RDWR)
-
-    t = threading.Thread(target=opener)
-    t.start()
-    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no GET of the file"
+    t, opened = open_copying(p, proxy)
     with open(p, "wb") as f:  # waits for the copy, then truncates it
         f.write(b"new\n")
     t.join(30)
@@ -95,14 +102,7 @@ def test_read_while_an_open_copies_the_file_in(mount, container, proxy):
     m = mount("-o", "attr_timeout=30", engine=proxy)
     p = m.p(c, "/rc/b")
     assert os.stat(p).st_size == len(data)
-    opened = {}
-
-    def opener():
-        opened["fd"] = os.open(p, os.O_RDWR)
-
-    t = threading.Thread(target=opener)
-    t.start()
-    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no GET of the file"
+    t, opened = open_copying(p, proxy)
     with open(p, "rb") as f:  # shares the file being copied in
         got = f.read()
     t.join(30)
