@@ -546,22 +546,33 @@ int wfile_error(struct wfile *f)
 	return f->error;
 }
 
-void wfile_queue(struct wfile *f)
+/* w->lock held: queues f for write-back if it has data to send (dirty:
+ * changed since its last commit) and write-back has not given up on it;
+ * one already queued or being sent keeps its place. Whether it waits for
+ * write-back now. */
+static bool queue_locked(struct writer *w, struct wfile *f, bool dirty)
 {
-	struct writer *w = f->w;
-	bool dirty;
-
-	pthread_mutex_lock(&f->lock);
-	dirty = f->dirty && !f->unlinked && !f->error;
-	pthread_mutex_lock(&w->lock);
-	if (w->writeback > 0 && dirty && !f->pending && !f->flushing &&
-	    atomic_load(&f->attempts) < WB_ATTEMPTS) {
+	if (w->writeback <= 0 || !dirty || f->error || f->unlinked ||
+	    atomic_load(&f->attempts) >= WB_ATTEMPTS)
+		return false;
+	if (!f->pending && !f->flushing) {
 		f->pending = true;
 		f->due = now_mono() +
 			 wb_delay(w->writeback, atomic_load(&f->attempts));
-		pthread_cond_broadcast(&w->flush_cond);
 	}
-	pthread_mutex_unlock(&w->lock);
+	pthread_cond_broadcast(&w->flush_cond);
+	return true;
+}
+
+void wfile_queue(struct wfile *f)
+{
+	bool dirty;
+
+	pthread_mutex_lock(&f->lock);
+	dirty = f->dirty;
+	pthread_mutex_lock(&f->w->lock);
+	queue_locked(f->w, f, dirty);
+	pthread_mutex_unlock(&f->w->lock);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -901,16 +912,9 @@ void wfile_put(struct wfile *f)
 		return;
 	}
 	for (;;) {
-		if (w->writeback > 0 && f->dirty && !f->error && !f->unlinked &&
-		    atomic_load(&f->attempts) < WB_ATTEMPTS) {
-			if (!f->pending) { /* a lookup keeps the due time */
-				f->pending = true;
-				f->due = now_mono() +
-					 wb_delay(w->writeback,
-						  atomic_load(&f->attempts));
-			}
-			pthread_cond_broadcast(&w->flush_cond);
-			pthread_mutex_unlock(&w->lock);
+		if (queue_locked(w, f, f->dirty)) {
+			pthread_mutex_unlock(
+			    &w->lock); /* a lookup keeps the due */
 			return;
 		}
 		f->closing = true;

@@ -9,9 +9,8 @@ engine), the faults and timings that a real engine does not produce on
 demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
-heads, and bodies with a Content-Length. A connection whose client sends a
-chunked body is passed through untouched from then on; when such a request is
-failed, its reply says "Connection: close" and the rest of what the client
+heads, and bodies with a Content-Length or in chunks. When a chunked request
+is failed, its reply says "Connection: close" and the rest of what the client
 sends on it is dropped.
 """
 
@@ -114,7 +113,7 @@ class FaultProxy:
     def _requests(self, client, up, state):
         buf = b""
         body_left = 0
-        passthrough = False
+        chunks = None  # in a chunked body: {"left": bytes of chunk + CRLF, "last": bool}
         discard = False
         try:
             while True:
@@ -124,11 +123,16 @@ class FaultProxy:
                     return
                 if discard:
                     continue
-                if passthrough:
-                    up.sendall(data)
-                    continue
                 buf += data
                 while buf:
+                    if chunks is not None:
+                        n, done = self._chunked(buf, chunks)
+                        up.sendall(buf[:n])
+                        buf = buf[n:]
+                        if done:
+                            chunks = None
+                            continue
+                        break
                     if body_left:
                         n = min(body_left, len(buf))
                         up.sendall(buf[:n])
@@ -165,16 +169,41 @@ class FaultProxy:
                         state["delay_reply"] = arg
                     up.sendall(head)
                     if headers.get("transfer-encoding", "").lower() == "chunked":
-                        up.sendall(buf)
-                        buf = b""
-                        passthrough = True
-                        break
+                        chunks = {"left": 0, "last": False}
+                        continue
                     body_left = int(headers.get("content-length", "0") or 0)
         except OSError:
             pass
         finally:
             if state.get("cut"):
                 self._shut(client, up)
+
+    @staticmethod
+    def _chunked(buf, st):
+        """How much of buf belongs to the chunked body being read (st keeps
+        where it is between calls), and whether the body ends there."""
+        pos = 0
+        while pos < len(buf):
+            if st["left"]:
+                n = min(st["left"], len(buf) - pos)
+                pos += n
+                st["left"] -= n
+                continue
+            eol = buf.find(b"\r\n", pos)
+            if eol < 0:
+                break
+            line = buf[pos:eol]
+            pos = eol + 2
+            if st["last"]:  # trailers, up to an empty line
+                if not line:
+                    return pos, True
+                continue
+            size = int(line.split(b";")[0].strip(), 16)
+            if size == 0:
+                st["last"] = True
+            else:
+                st["left"] = size + 2  # the data and its CRLF
+        return pos, False
 
     def _responses(self, client, up, state):
         try:
