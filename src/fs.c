@@ -365,7 +365,7 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	if (!h->w)
 		return 0;
 	if (writer_writeback(fs->writer)) {
-		/* committed after the last close */
+		/* queued at this close, committed by write-back */
 		if (h->writes)
 			wfile_queue(h->w);
 		return wfile_error(h->w);
