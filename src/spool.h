@@ -9,6 +9,7 @@
 #define CTRFS_SPOOL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct spool;
 
@@ -30,5 +31,19 @@ int spool_file(struct spool *s);
  * caller bounds what it keeps there.
  */
 int spool_file_mem(struct spool *s);
+
+/* Copies all of from (its size from fstat) to the start of to: 0 or
+ * -errno. */
+int spool_copy(int to, int from);
+
+/*
+ * Keeps the data of fd, which could not be written to path in container
+ * ctr, in BASE/ctrfs-rescue/CTR/PATH (a name taken gets .1, .2, ...),
+ * synced to disk, and puts that path into out. BASE is the spool's base
+ * directory; ctrfs-rescue there is used only if it is a directory owned
+ * by this user and closed to others (-EPERM otherwise). 0 or -errno.
+ */
+int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
+		 char *out, size_t outlen);
 
 #endif

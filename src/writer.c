@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#include <sys/sendfile.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,20 +339,13 @@ static bool reserve_locked(struct wfile *f, off_t end)
 static int spill_locked(struct wfile *f)
 {
 	struct stat st;
-	off_t off = 0;
-	int fd = spool_file(f->w->spool), ret = 0;
+	int fd = spool_file(f->w->spool), ret;
 
 	if (fd < 0)
 		return fd;
-	if (fstat(f->fd, &st) < 0)
+	ret = spool_copy(fd, f->fd);
+	if (ret == 0 && fstat(fd, &st) < 0)
 		ret = -errno;
-	while (ret == 0 && off < st.st_size) {
-		ssize_t n =
-		    sendfile(fd, f->fd, &off, (size_t)(st.st_size - off));
-
-		if (n <= 0)
-			ret = n < 0 ? -errno : -EIO;
-	}
 	if (ret == 0 && dup3(fd, f->fd, O_CLOEXEC) < 0)
 		ret = -errno;
 	close(fd);
@@ -898,6 +890,26 @@ out:
 	return ret;
 }
 
+/* f->lock held: write-back gives up on f, whose close succeeded long
+ * ago; its data is kept outside the spool, or the log says it is lost. */
+static void rescue_locked(struct wfile *f)
+{
+	char where[PATH_MAX + 64];
+	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
+			       sizeof(where));
+
+	if (ret == 0)
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"tries: its data is kept in %s",
+			f->path, f->ctr.name, WB_ATTEMPTS, where);
+	else
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"tries: its data is lost (cannot keep a copy in "
+			"%s: %s)",
+			f->path, f->ctr.name, WB_ATTEMPTS, where,
+			strerror(-ret));
+}
+
 void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
@@ -923,9 +935,7 @@ void wfile_put(struct wfile *f)
 		pthread_mutex_lock(&f->lock); /* its path may change else */
 		give_up = atomic_load(&f->attempts) >= WB_ATTEMPTS;
 		if (give_up)
-			log_err("gave up writing '%s' in container '%s': its "
-				"data is lost",
-				f->path, f->ctr.name);
+			rescue_locked(f);
 		told = f->failed; /* a failed close was told already */
 		pthread_mutex_unlock(&f->lock);
 		if (!give_up && !told)

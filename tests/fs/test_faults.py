@@ -140,24 +140,102 @@ def test_write_back_rides_out_an_engine_outage(mount, container, proxy):
     lands_once_healed(m, c, proxy, "/wb/f", b"tried again\n", fails=4)
 
 
-def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy):
+def spool_env(tmp_path):
+    """The daemon's environment with its spool (and rescue) base in tmp_path."""
+    base = tmp_path / "base"
+    base.mkdir()
+    env = dict(os.environ)
+    env.pop("DOCKER_HOST", None)
+    env["TMPDIR"] = str(base)
+    return env, base
+
+
+def kept_in(m, c, path):
+    """The rescue copy the log names for `path` of container `c`, or None."""
+    said = f"gave up writing '{path}' in container '{c.name}' after 8 tries: its data is kept in "
+    for line in open(m.log, errors="replace"):
+        if said in line:
+            return line.split(said, 1)[1].strip()
+    return None
+
+
+def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy, tmp_path):
     """Write-back PUTs of the same data that keep failing: after eight
-    tries (about 13 s with a 0.05 s delay) ctrfs stops and says so in its
-    log, naming the file, and the mount does not show it any more."""
+    tries (about 13 s with a 0.05 s delay) ctrfs stops, the mount does not
+    show the file any more, and the data, whose close succeeded, is not
+    lost: the log names a copy under $TMPDIR/ctrfs-rescue, mode 0600, with
+    the bytes written. A second file of the same name is kept beside it."""
     c = container()
     c.sh("mkdir /wg")
-    m = mount("-o", "writeback=0.05", engine=proxy)
+    env, base = spool_env(tmp_path)
+    m = mount("-o", "writeback=0.05", engine=proxy, env=env)
     proxy.fail("PUT", "/archive", 500)
+    data = os.urandom(MIB + 1)
     with open(m.p(c, "/wg/f"), "wb") as f:
-        f.write(b"lost\n")
-    said = "gave up writing '/wg/f'"
-    assert wait_for(lambda: said in open(m.log, errors="replace").read(), timeout=40), \
+        f.write(data)
+    assert wait_for(lambda: kept_in(m, c, "/wg/f"), timeout=40), \
         f"no give-up in the log:\n{m.log_text()}"
     assert put_fails(proxy) == 8
+    copy = kept_in(m, c, "/wg/f")
+    assert copy == str(base / "ctrfs-rescue" / c.name / "wg" / "f")
+    assert open(copy, "rb").read() == data
+    assert os.stat(copy).st_mode & 0o777 == 0o600
+    assert os.stat(base / "ctrfs-rescue").st_mode & 0o777 == 0o700
     time.sleep(1.0)
     assert put_fails(proxy) == 8, "tried again after giving up"
     assert wait_for(lambda: not os.path.exists(m.p(c, "/wg/f")), timeout=5), \
         "the mount still shows a file that never landed"
+    with open(m.p(c, "/wg/f"), "wb") as f:
+        f.write(b"second\n")
+    assert wait_for(lambda: put_fails(proxy) == 16, timeout=40), \
+        f"not eight more tries:\n{m.log_text()}"
+    assert wait_for(lambda: os.path.exists(copy + ".1"), timeout=5), m.log_text()
+    assert open(copy + ".1", "rb").read() == b"second\n"
+    assert open(copy, "rb").read() == data
+    assert m.alive()
+
+
+def test_unmount_with_the_engine_refusing_keeps_the_data(mount, container, proxy, tmp_path):
+    """Unmount sends what write-back holds; when the engine refuses it,
+    the unmount still ends (no waiting out the retry delays) and the data
+    is kept in the rescue directory."""
+    c = container()
+    c.sh("mkdir /wu")
+    env, base = spool_env(tmp_path)
+    m = mount("-o", "writeback=30", engine=proxy, env=env)
+    with open(m.p(c, "/wu/a"), "wb") as f:
+        f.write(b"kept\n")
+    proxy.fail("PUT", "/archive", 500)
+    t0 = time.monotonic()
+    assert m.unmount() == []
+    took = time.monotonic() - t0
+    assert took < 30, f"unmount took {took:.1f} s"
+    copy = base / "ctrfs-rescue" / c.name / "wu" / "a"
+    assert kept_in(m, c, "/wu/a") == str(copy), m.log_text()
+    assert copy.read_bytes() == b"kept\n"
+    assert inside(c, "/wu/a") is None
+
+
+def test_rescue_directory_of_someone_else_is_not_used(mount, container, proxy, tmp_path):
+    """The rescue directory sits in a shared place ($TMPDIR or /var/tmp):
+    one that is a link, or open to others, is not written to, and the log
+    says the data is lost and why."""
+    c = container()
+    c.sh("mkdir /wr")
+    env, base = spool_env(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, base / "ctrfs-rescue")
+    m = mount("-o", "writeback=0.05", engine=proxy, env=env)
+    proxy.fail("PUT", "/archive", 500)
+    with open(m.p(c, "/wr/f"), "wb") as f:
+        f.write(b"x\n")
+    said = "gave up writing '/wr/f'"
+    assert wait_for(lambda: said in open(m.log, errors="replace").read(), timeout=40), \
+        m.log_text()
+    line = [ln for ln in open(m.log, errors="replace") if said in ln][0]
+    assert "its data is lost (cannot keep a copy in" in line, line
+    assert os.listdir(elsewhere) == []
     assert m.alive()
 
 

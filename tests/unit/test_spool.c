@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * spool: the copy that keeps data write-back could not land
+ * (spool_rescue) and the whole-file copy under it (spool_copy).
+ */
+#include "spool.h"
+
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char base[] = "/tmp/ctrfs-test-spool.XXXXXX";
+
+/* The content of path, up to len - 1 bytes, as a string. */
+static const char *content(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, len - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+static int data_fd(struct spool *s, const char *text)
+{
+	int fd = spool_file(s);
+
+	CHECK(fd >= 0);
+	CHECK_INT(write(fd, text, strlen(text)), strlen(text));
+	return fd;
+}
+
+/* The copy lands at BASE/ctrfs-rescue/CTR/PATH, mode 0600 in 0700
+ * directories; a second one of the same path gets ".1". */
+static void test_rescue_where_and_what(struct spool *s)
+{
+	char out[PATH_MAX + 64], want[PATH_MAX], buf[64];
+	struct stat st;
+	int fd = data_fd(s, "first\n");
+
+	CHECK_INT(spool_rescue(s, fd, "web", "/srv/app/conf", out, sizeof(out)),
+		  0);
+	snprintf(want, sizeof(want), "%s/ctrfs-rescue/web/srv/app/conf", base);
+	CHECK_STR(out, want);
+	CHECK_STR(content(out, buf, sizeof(buf)), "first\n");
+	CHECK(stat(out, &st) == 0 && (st.st_mode & 0777) == 0600);
+	snprintf(want, sizeof(want), "%s/ctrfs-rescue/web/srv", base);
+	CHECK(stat(want, &st) == 0 && (st.st_mode & 0777) == 0700);
+	close(fd);
+
+	fd = data_fd(s, "second\n");
+	CHECK_INT(spool_rescue(s, fd, "web", "/srv/app/conf", out, sizeof(out)),
+		  0);
+	snprintf(want, sizeof(want), "%s/ctrfs-rescue/web/srv/app/conf.1",
+		 base);
+	CHECK_STR(out, want);
+	CHECK_STR(content(out, buf, sizeof(buf)), "second\n");
+	close(fd);
+}
+
+/* An empty file is kept too (it is what the user wrote). */
+static void test_rescue_empty(struct spool *s)
+{
+	char out[PATH_MAX + 64], buf[8];
+	int fd = spool_file(s);
+
+	CHECK_INT(spool_rescue(s, fd, "web", "/empty", out, sizeof(out)), 0);
+	CHECK_STR(content(out, buf, sizeof(buf)), "");
+	close(fd);
+}
+
+/* Names that would leave the directory are refused. */
+static void test_rescue_odd_paths(struct spool *s)
+{
+	char out[PATH_MAX + 64], root[PATH_MAX];
+	int fd = data_fd(s, "x");
+
+	CHECK_INT(spool_rescue(s, fd, "web", "/a/../../b", out, sizeof(out)),
+		  -EINVAL);
+	CHECK_INT(spool_rescue(s, fd, "web", "/a/..", out, sizeof(out)),
+		  -EINVAL);
+	CHECK_INT(spool_rescue(s, fd, "..", "/b", out, sizeof(out)), -EINVAL);
+	CHECK_INT(spool_rescue(s, fd, "web", "/d/", out, sizeof(out)), -EINVAL);
+	snprintf(root, sizeof(root), "%s/ctrfs-rescue/web/a", base);
+	CHECK(access(root, F_OK) < 0); /* nothing made on the way */
+	close(fd);
+}
+
+/* A top directory open to others is not used: it sits in a shared place
+ * (/var/tmp) where anyone could have made it. */
+static void test_rescue_root_open_to_others(struct spool *s)
+{
+	char out[PATH_MAX + 64], root[PATH_MAX];
+	int fd = data_fd(s, "x");
+
+	snprintf(root, sizeof(root), "%s/ctrfs-rescue", base);
+	CHECK(chmod(root, 0777) == 0);
+	CHECK_INT(spool_rescue(s, fd, "web", "/f", out, sizeof(out)), -EPERM);
+	CHECK(chmod(root, 0700) == 0);
+	CHECK_INT(spool_rescue(s, fd, "web", "/f", out, sizeof(out)), 0);
+	close(fd);
+}
+
+int main(void)
+{
+	struct spool *s;
+
+	if (!mkdtemp(base)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	CHECK_INT(spool_new(base, false, &s), 0);
+	test_rescue_where_and_what(s);
+	test_rescue_empty(s);
+	test_rescue_odd_paths(s);
+	test_rescue_root_open_to_others(s);
+	spool_free(s);
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cannot remove %s\n", base);
+	}
+	return check_report();
+}
