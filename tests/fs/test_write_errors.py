@@ -243,3 +243,51 @@ def test_host_spool_full_is_enospc(mount, container, tmp_path, mem_spool):
     finally:
         # lazily: the daemon still holds its spool directory in it
         subprocess.run(["umount", "-l", str(spool_base)], check=False)
+
+
+def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
+    """/dev/shm fills up (someone else's files, or a small one) while a
+    file is written into the memory spool, well under ctrfs's own cap: the
+    write that meets ENOSPC moves the file to the disk spool and goes on
+    there, and every byte lands. The daemon runs in its own mount namespace
+    with a 1 MiB tmpfs on /dev/shm; its FUSE mount reaches this namespace
+    through a shared bind mount."""
+    from conftest import CTRFS_BIN
+
+    c = container()
+    shared = tmp_path / "shared"
+    (shared / "mnt").mkdir(parents=True)
+    subprocess.run(["mount", "--bind", str(shared), str(shared)], check=True)
+    proc = None
+    try:
+        subprocess.run(["mount", "--make-shared", str(shared)], check=True)
+        mnt = shared / "mnt"
+        log = tmp_path / "ctrfs.log"
+        env = dict(os.environ)
+        env.pop("DOCKER_HOST", None)
+        env["TMPDIR"] = str(tmp_path)
+        script = ("mount -t tmpfs -o size=1m tmpfs /dev/shm && "
+                  'exec "$0" -d -o "host=$1" -o mem_spool=64 "$2"')
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                ["unshare", "-m", "--propagation", "unchanged", "--", "sh", "-c", script,
+                 CTRFS_BIN, engine.url, str(mnt)],
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env)
+        assert wait_for(lambda: os.path.ismount(mnt) or proc.poll() is not None, timeout=30)
+        assert os.path.ismount(mnt), log.read_text(errors="replace")
+        data = os.urandom(3 * MIB + 1)
+        target = mnt / c.name / "tmp" / "shm-full"
+        call_with_timeout(target.write_bytes, data)
+        text = log.read_text(errors="replace")
+        assert "goes on on disk after" in text, text[-4000:]
+        assert "cannot write" not in text
+        assert c.cp_out("/tmp/shm-full") == data
+        r = subprocess.run(["fusermount3", "-u", str(mnt)], capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert proc.wait(30) == 0, log.read_text(errors="replace")[-4000:]
+    finally:
+        if proc is not None and proc.poll() is None:
+            subprocess.run(["fusermount3", "-uz", str(shared / "mnt")], check=False)
+            proc.kill()
+            proc.wait(10)
+        subprocess.run(["umount", "-l", str(shared)], check=False)
