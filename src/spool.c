@@ -125,26 +125,30 @@ int spool_copy(int to, int from)
 	return 0;
 }
 
-/* The directory name in dfd, made if missing; a new fd (consumes dfd)
- * or -errno. Never follows a link. */
+/* The directory name in dfd, made if missing (its entry synced); a new
+ * fd (consumes dfd) or -errno. Never follows a link. */
 static int sub_dir(int dfd, const char *name)
 {
 	int fd;
 
-	if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
+	if (mkdirat(dfd, name, 0700) == 0)
+		fsync(dfd);
+	else if (errno != EEXIST) {
 		fd = -errno;
-	} else {
-		fd = openat(dfd, name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			fd = -errno;
+		close(dfd);
+		return fd;
 	}
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		fd = -errno;
 	close(dfd);
 	return fd;
 }
 
-/* The rescue directory under base: ours alone, or -EPERM. */
-static int rescue_root(const struct spool *s)
+/* BASE/ctrfs-rescue when it is a directory of this user's, closed to
+ * others; else (it sits in a shared place, where anyone may have made it)
+ * a new BASE/ctrfs-rescue.XXXXXX. An fd, its path in root, or -errno. */
+static int rescue_root(const struct spool *s, char *root, size_t len)
 {
 	int dfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
@@ -152,14 +156,19 @@ static int rescue_root(const struct spool *s)
 	if (dfd < 0)
 		return -errno;
 	dfd = sub_dir(dfd, RESCUE_DIR);
-	if (dfd < 0)
+	if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid() &&
+	    !(st.st_mode & 077) &&
+	    (size_t)snprintf(root, len, "%s/%s", s->base, RESCUE_DIR) < len)
 		return dfd;
-	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
+	if (dfd >= 0)
 		close(dfd);
-		return -EPERM;
-	}
-	return dfd;
+	if ((size_t)snprintf(root, len, "%s/%s.XXXXXX", s->base, RESCUE_DIR) >=
+	    len)
+		return -ENAMETOOLONG;
+	if (!mkdtemp(root))
+		return -errno;
+	dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return dfd >= 0 ? dfd : -errno;
 }
 
 /* rel names something below a directory: no "." or "..", not ending in
@@ -180,23 +189,91 @@ static bool names_only(const char *rel)
 	}
 }
 
+/* Gives the unnamed file fd the name comp in dfd, or comp.1, comp.2, ...
+ * when taken; the name used into name. 0 or -errno. */
+static int link_free_name(int fd, int dfd, const char *comp, char *name,
+			  size_t len)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	for (int i = 0; i < 100; i++) {
+		int ret = i ? snprintf(name, len, "%s.%d", comp, i)
+			    : snprintf(name, len, "%s", comp);
+
+		if ((size_t)ret >= len)
+			return -ENAMETOOLONG;
+		/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
+		if (linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0 ||
+		    (errno != EEXIST &&
+		     linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) == 0))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* spool_rescue() where the filesystem has no O_TMPFILE: the copy is made
+ * under its final name, and removed again when it fails. Consumes dfd. */
+static int named_copy(int fd, int dfd, const char *comp, char *out,
+		      size_t outlen)
+{
+	char name[NAME_MAX + 1];
+	int to = -1, ret = -EEXIST;
+
+	for (int i = 0; i < 100 && to < 0; i++) {
+		ret = i ? snprintf(name, sizeof(name), "%s.%d", comp, i)
+			: snprintf(name, sizeof(name), "%s", comp);
+		if ((size_t)ret >= sizeof(name)) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		to = openat(
+		    dfd, name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		ret = to < 0 ? -errno : 0;
+		if (to < 0 && errno != EEXIST)
+			break;
+	}
+	if (to >= 0) {
+		ret = spool_copy(to, fd);
+		if (ret == 0 && fsync(to) < 0)
+			ret = -errno;
+		if (ret == 0 && fsync(dfd) < 0)
+			ret = -errno;
+		if (ret < 0)
+			unlinkat(dfd, name, 0);
+		else if (strcmp(name, comp))
+			strcat(out, name + strlen(comp));
+		close(to);
+	}
+	close(dfd);
+	return ret;
+}
+
 int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 		 char *out, size_t outlen)
 {
-	char rel[PATH_MAX], name[NAME_MAX + 1], *comp, *next;
-	int dfd, to = -1, ret;
+	char rel[PATH_MAX], root[PATH_MAX], name[NAME_MAX + 1], *comp, *next;
+	int dfd, to, ret;
 
 	while (*path == '/')
 		path++;
 	snprintf(out, outlen, "%s/%s", s->base, RESCUE_DIR);
 	if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", ctr, path) >=
-		sizeof(rel) ||
-	    (size_t)snprintf(out, outlen, "%s/%s/%s", s->base, RESCUE_DIR,
-			     rel) >= outlen)
+	    sizeof(rel))
 		return -ENAMETOOLONG;
 	if (!names_only(rel))
 		return -EINVAL;
-	dfd = rescue_root(s);
+	dfd = rescue_root(s, root, sizeof(root));
+	if (dfd < 0)
+		return dfd;
+	/* with room for a suffix ".99" */
+	if ((size_t)snprintf(out, outlen, "%s/%s", root, rel) + 3 >= outlen) {
+		close(dfd);
+		return -ENAMETOOLONG;
+	}
 	/* every component but the last is a directory under it */
 	for (comp = rel; dfd >= 0 && (next = strchr(comp, '/')); comp = next) {
 		*next++ = '\0';
@@ -205,35 +282,23 @@ int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 	}
 	if (dfd < 0)
 		return dfd;
-	for (int i = 0; i < 100 && to < 0; i++) {
-		ret = i ? snprintf(name, sizeof(name), "%s.%d", comp, i)
-			: snprintf(name, sizeof(name), "%s", comp);
-		if ((size_t)ret >= sizeof(name) ||
-		    (i && strlen(out) + 4 >= outlen)) {
-			close(dfd);
-			return -ENAMETOOLONG;
-		}
-		to = openat(
-		    dfd, name,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (to < 0 && errno != EEXIST) {
-			ret = -errno;
-			close(dfd);
-			return ret;
-		}
-	}
-	if (to < 0) {
-		close(dfd);
-		return -EEXIST;
-	}
-	if (strcmp(name, comp)) /* "PATH.N" */
-		strcat(out, name + strlen(comp));
-	ret = spool_copy(to, fd);
-	if (ret == 0 && fsync(to) < 0)
+	/* named only once complete: a copy cut short (a crash) leaves no
+	 * file that would pass for the data */
+	to = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (to < 0 && (errno == EOPNOTSUPP || errno == EISDIR))
+		return named_copy(fd, dfd, comp, out, outlen);
+	if (to < 0)
 		ret = -errno;
-	if (ret < 0) /* half a copy would pass for the file */
-		unlinkat(dfd, name, 0);
-	close(to);
+	else if ((ret = spool_copy(to, fd)) == 0 && fsync(to) < 0)
+		ret = -errno;
+	if (ret == 0)
+		ret = link_free_name(to, dfd, comp, name, sizeof(name));
+	if (ret == 0 && fsync(dfd) < 0)
+		ret = -errno;
+	if (ret == 0 && strcmp(name, comp)) /* "PATH.N" */
+		strcat(out, name + strlen(comp));
+	if (to >= 0)
+		close(to);
 	close(dfd);
 	return ret;
 }

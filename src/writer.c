@@ -54,7 +54,8 @@ struct wfile {
 /* Write-back's tries of one file's data: after a failure the delay before
  * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
  * keeps trying for about two minutes, long enough for an engine restart.
- * Unmount's drain tries at once, without the delays. */
+ * Unmount's drain tries once more, at once, then keeps what failed in
+ * the rescue directory (spool_rescue()). */
 #define WB_ATTEMPTS  8
 #define WB_ALONE     2 /* failures after which a file is sent alone */
 #define WB_RETRY_MAX 30.0
@@ -545,7 +546,8 @@ int wfile_error(struct wfile *f)
 static bool queue_locked(struct writer *w, struct wfile *f, bool dirty)
 {
 	if (w->writeback <= 0 || !dirty || f->error || f->unlinked ||
-	    atomic_load(&f->attempts) >= WB_ATTEMPTS)
+	    atomic_load(&f->attempts) >= WB_ATTEMPTS ||
+	    (w->draining && atomic_load(&f->attempts) > 0))
 		return false;
 	if (!f->pending && !f->flushing) {
 		f->pending = true;
@@ -890,31 +892,35 @@ out:
 	return ret;
 }
 
-/* f->lock held: write-back gives up on f, whose close succeeded long
- * ago; its data is kept outside the spool, or the log says it is lost. */
+/* f->lock held: write-back gives up on f's data, whose close succeeded
+ * long ago, after its tries (at unmount, after one): the data is kept
+ * outside the spool, or the log says it is lost. Once: f is clean then. */
 static void rescue_locked(struct wfile *f)
 {
 	char where[PATH_MAX + 64];
+	int n = atomic_load(&f->attempts);
 	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
 			       sizeof(where));
 
 	if (ret == 0)
 		log_err("gave up writing '%s' in container '%s' after %d "
-			"tries: its data is kept in %s",
-			f->path, f->ctr.name, WB_ATTEMPTS, where);
+			"%s: its data is kept in %s",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where);
 	else
 		log_err("gave up writing '%s' in container '%s' after %d "
-			"tries: its data is lost (cannot keep a copy in "
-			"%s: %s)",
-			f->path, f->ctr.name, WB_ATTEMPTS, where,
-			strerror(-ret));
+			"%s: its data is lost (cannot keep a copy in %s: %s)",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where, strerror(-ret));
+	f->dirty = false;
 }
 
 void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
 	unsigned long opens;
-	bool give_up, told;
+	bool give_up, told, draining;
+	int tries;
 
 	pthread_mutex_lock(&w->lock);
 	if (--f->refs > 0 || f->closing) {
@@ -931,9 +937,14 @@ void wfile_put(struct wfile *f)
 		}
 		f->closing = true;
 		opens = f->opens;
+		draining = w->draining;
 		pthread_mutex_unlock(&w->lock);
 		pthread_mutex_lock(&f->lock); /* its path may change else */
-		give_up = atomic_load(&f->attempts) >= WB_ATTEMPTS;
+		tries = atomic_load(&f->attempts);
+		/* unmount does not wait out the delays of an engine that is
+		 * gone: one try there */
+		give_up = f->dirty && !f->unlinked && !f->error &&
+			  (tries >= WB_ATTEMPTS || (draining && tries > 0));
 		if (give_up)
 			rescue_locked(f);
 		told = f->failed; /* a failed close was told already */
@@ -1082,17 +1093,23 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
  * try is not due yet. A file that failed WB_ALONE times goes alone, and
  * alone with it: one file that cannot land (its directory replaced in the
  * container, say) then fails no other; a batch that failed for the
- * engine's sake (down, restarting) goes together once more first. */
+ * engine's sake (down, restarting) goes together once more first.
+ * Unmount's drain sends all of a container's files in one PUT, which each
+ * gets as its one try there: an engine that is gone costs one timeout per
+ * container, not one per file. */
 static bool batchable(const struct writer *w, const struct wfile *f,
 		      const struct wfile *first, double now)
 {
 	if (f == first)
 		return true;
-	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0 ||
-	    atomic_load(&f->attempts) >= WB_ALONE ||
+	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0)
+		return false;
+	if (w->draining)
+		return true;
+	if (atomic_load(&f->attempts) >= WB_ALONE ||
 	    atomic_load(&first->attempts) >= WB_ALONE)
 		return false;
-	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
+	return f->due <= now || atomic_load(&f->attempts) == 0;
 }
 
 static void *flusher_main(void *arg)

@@ -446,7 +446,12 @@ class Mount:
         A test may unmount itself; the fixture's unmount is then a no-op."""
         if self.unmounted:
             return []
-        self.unmounted = True
+        try:
+            return self._unmount()
+        finally:
+            self.unmounted = True
+
+    def _unmount(self):
         problems = []
         if self.proc.poll() is not None:
             problems.append(f"ctrfs exited with {self.proc.returncode} before the unmount")

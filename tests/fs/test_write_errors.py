@@ -266,7 +266,11 @@ def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
         env = dict(os.environ)
         env.pop("DOCKER_HOST", None)
         env["TMPDIR"] = str(tmp_path)
-        script = ("mount -t tmpfs -o size=1m tmpfs /dev/shm && "
+        # /dev/shm private first: where the host's mounts are shared, the
+        # small tmpfs would show on the host's /dev/shm too
+        script = ("{ mountpoint -q /dev/shm || mount --bind /dev/shm /dev/shm; } && "
+                  "mount --make-private /dev/shm && "
+                  "mount -t tmpfs -o size=1m tmpfs /dev/shm && "
                   'exec "$0" -d -o "host=$1" -o mem_spool=64 "$2"')
         with open(log, "wb") as logf:
             proc = subprocess.Popen(
@@ -285,6 +289,8 @@ def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
         r = subprocess.run(["fusermount3", "-u", str(mnt)], capture_output=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert proc.wait(30) == 0, log.read_text(errors="replace")[-4000:]
+        assert "size=1024k" not in open("/proc/self/mountinfo").read(), \
+            "the small tmpfs shows in this namespace"
     finally:
         if proc is not None and proc.poll() is None:
             subprocess.run(["fusermount3", "-uz", str(shared / "mnt")], check=False)

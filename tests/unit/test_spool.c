@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char base[] = "/tmp/ctrfs-test-spool.XXXXXX";
+static char base[256]; /* short: paths built on it fit PATH_MAX */
 
 /* The content of path, up to len - 1 bytes, as a string. */
 static const char *content(const char *path, char *buf, size_t len)
@@ -95,25 +95,47 @@ static void test_rescue_odd_paths(struct spool *s)
 	close(fd);
 }
 
-/* A top directory open to others is not used: it sits in a shared place
- * (/var/tmp) where anyone could have made it. */
-static void test_rescue_root_open_to_others(struct spool *s)
+/* A top directory open to others, or someone else's, is not used: it sits
+ * in a shared place (/var/tmp) where anyone could have made it. The copy
+ * goes to a new BASE/ctrfs-rescue.XXXXXX instead, and nothing into it. */
+static void check_elsewhere(struct spool *s, const char *root)
 {
-	char out[PATH_MAX + 64], root[PATH_MAX];
-	int fd = data_fd(s, "x");
+	char out[PATH_MAX + 64], prefix[PATH_MAX], inside[PATH_MAX], buf[8];
+	int fd = data_fd(s, "y");
+
+	snprintf(prefix, sizeof(prefix), "%s/ctrfs-rescue.", base);
+	CHECK_INT(spool_rescue(s, fd, "web", "/g", out, sizeof(out)), 0);
+	CHECK(strncmp(out, prefix, strlen(prefix)) == 0);
+	CHECK(strlen(out) == strlen(prefix) + 6 + strlen("/web/g"));
+	CHECK_STR(content(out, buf, sizeof(buf)), "y");
+	snprintf(inside, sizeof(inside), "%s/web/g", root);
+	CHECK(access(inside, F_OK) < 0);
+	close(fd);
+}
+
+static void test_rescue_root_not_ours(struct spool *s)
+{
+	char root[PATH_MAX];
 
 	snprintf(root, sizeof(root), "%s/ctrfs-rescue", base);
 	CHECK(chmod(root, 0777) == 0);
-	CHECK_INT(spool_rescue(s, fd, "web", "/f", out, sizeof(out)), -EPERM);
+	check_elsewhere(s, root);
 	CHECK(chmod(root, 0700) == 0);
-	CHECK_INT(spool_rescue(s, fd, "web", "/f", out, sizeof(out)), 0);
-	close(fd);
+	if (geteuid() == 0) {
+		CHECK(chown(root, 65534, 65534) == 0);
+		check_elsewhere(s, root);
+		CHECK(chown(root, 0, 0) == 0);
+	}
 }
 
 int main(void)
 {
 	struct spool *s;
 
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(base, sizeof(base), "%s/ctrfs-test-spool.XXXXXX",
+		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(base)) {
 		perror("mkdtemp");
 		return 1;
@@ -122,7 +144,7 @@ int main(void)
 	test_rescue_where_and_what(s);
 	test_rescue_empty(s);
 	test_rescue_odd_paths(s);
-	test_rescue_root_open_to_others(s);
+	test_rescue_root_not_ours(s);
 	spool_free(s);
 	{
 		char cmd[PATH_MAX + 16];
