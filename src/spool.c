@@ -146,16 +146,23 @@ static int sub_dir(int dfd, const char *name)
 }
 
 /* BASE/ctrfs-rescue when it is a directory of this user's, closed to
- * others; else (it sits in a shared place, where anyone may have made it)
- * a new BASE/ctrfs-rescue.XXXXXX. An fd, its path in root, or -errno. */
-static int rescue_root(const struct spool *s, char *root, size_t len)
+ * others; else (it sits in a shared place, where anyone may have made it),
+ * or when fresh, a new BASE/ctrfs-rescue.XXXXXX. An fd, its path in root,
+ * or -errno. */
+static int rescue_root(const struct spool *s, char *root, size_t len,
+		       bool fresh)
 {
 	int dfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat st;
 
 	if (dfd < 0)
 		return -errno;
-	dfd = sub_dir(dfd, RESCUE_DIR);
+	if (fresh) {
+		close(dfd);
+		dfd = -1;
+	} else {
+		dfd = sub_dir(dfd, RESCUE_DIR);
+	}
 	if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid() &&
 	    !(st.st_mode & 077) &&
 	    (size_t)snprintf(root, len, "%s/%s", s->base, RESCUE_DIR) < len)
@@ -252,21 +259,15 @@ static int named_copy(int fd, int dfd, const char *comp, char *out,
 	return ret;
 }
 
-int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
-		 char *out, size_t outlen)
+/* The directory for rel's last component under a rescue root: an fd,
+ * with *last pointing to that component in rel (cut at its slashes), and
+ * the whole path in out; or -errno. */
+static int rescue_dir(struct spool *s, char *rel, bool fresh, char **last,
+		      char *out, size_t outlen)
 {
-	char rel[PATH_MAX], root[PATH_MAX], name[NAME_MAX + 1], *comp, *next;
-	int dfd, to, ret;
+	char root[PATH_MAX], *comp, *next;
+	int dfd = rescue_root(s, root, sizeof(root), fresh);
 
-	while (*path == '/')
-		path++;
-	snprintf(out, outlen, "%s/%s", s->base, RESCUE_DIR);
-	if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", ctr, path) >=
-	    sizeof(rel))
-		return -ENAMETOOLONG;
-	if (!names_only(rel))
-		return -EINVAL;
-	dfd = rescue_root(s, root, sizeof(root));
 	if (dfd < 0)
 		return dfd;
 	/* with room for a suffix ".99" */
@@ -279,6 +280,29 @@ int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 		*next++ = '\0';
 		if (*comp)
 			dfd = sub_dir(dfd, comp);
+	}
+	*last = comp;
+	return dfd;
+}
+
+int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
+		 char *out, size_t outlen)
+{
+	char rel[PATH_MAX], name[NAME_MAX + 1], *comp;
+	int dfd = -ENOTDIR, to, ret;
+
+	while (*path == '/')
+		path++;
+	snprintf(out, outlen, "%s/%s", s->base, RESCUE_DIR);
+	/* a name on the way taken by an earlier copy (a file where this one
+	 * needs a directory): then all of it in a fresh root */
+	for (int fresh = 0; fresh < 2 && dfd == -ENOTDIR; fresh++) {
+		if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", ctr, path) >=
+		    sizeof(rel))
+			return -ENAMETOOLONG;
+		if (!names_only(rel))
+			return -EINVAL;
+		dfd = rescue_dir(s, rel, fresh, &comp, out, outlen);
 	}
 	if (dfd < 0)
 		return dfd;

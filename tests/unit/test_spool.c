@@ -128,6 +128,22 @@ static void test_rescue_root_not_ours(struct spool *s)
 	}
 }
 
+/* An earlier copy holds a name this one needs as a directory (/a, then
+ * /a/b): the copy goes to a fresh root instead of being lost. */
+static void test_rescue_name_taken_by_a_file(struct spool *s)
+{
+	char out[PATH_MAX + 64], prefix[PATH_MAX], buf[8];
+	int fd = data_fd(s, "z");
+
+	CHECK_INT(spool_rescue(s, fd, "web", "/n", out, sizeof(out)), 0);
+	CHECK_INT(spool_rescue(s, fd, "web", "/n/b", out, sizeof(out)), 0);
+	snprintf(prefix, sizeof(prefix), "%s/ctrfs-rescue.", base);
+	CHECK(strncmp(out, prefix, strlen(prefix)) == 0);
+	CHECK(strlen(out) == strlen(prefix) + 6 + strlen("/web/n/b"));
+	CHECK_STR(content(out, buf, sizeof(buf)), "z");
+	close(fd);
+}
+
 int main(void)
 {
 	struct spool *s;
@@ -145,6 +161,7 @@ int main(void)
 	test_rescue_empty(s);
 	test_rescue_odd_paths(s);
 	test_rescue_root_not_ours(s);
+	test_rescue_name_taken_by_a_file(s);
 	spool_free(s);
 	{
 		char cmd[PATH_MAX + 16];
