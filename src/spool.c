@@ -288,7 +288,7 @@ static int rescue_dir(struct spool *s, char *rel, bool fresh, char **last,
 int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 		 char *out, size_t outlen)
 {
-	char rel[PATH_MAX], name[NAME_MAX + 1], *comp;
+	char rel[PATH_MAX], name[NAME_MAX + 1], *comp = NULL;
 	int dfd = -ENOTDIR, to, ret;
 
 	while (*path == '/')
