@@ -378,6 +378,11 @@ int engine_status_errno(long status)
 	}
 }
 
+bool engine_down(struct engine *e)
+{
+	return atomic_load(&e->down);
+}
+
 /* Logs the transitions between reachable and unreachable once each. */
 static void note_reach(struct engine *e, CURLcode cc)
 {

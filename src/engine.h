@@ -49,6 +49,9 @@ const char *engine_url(const struct engine *e);
  * reports; a remote engine's clock may be off by any amount.
  */
 long engine_now(struct engine *e);
+/* The last call failed to reach the engine (no connection, or the
+ * connection broke without an answer). */
+bool engine_down(struct engine *e);
 /* The same as a time for an mtime ctrfs sets (a new file's, `touch`'s):
  * the engine's clock, as a file made inside the container would have. */
 void engine_clock(struct engine *e, struct timespec *ts);

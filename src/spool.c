@@ -174,6 +174,11 @@ static int rescue_root(const struct spool *s, char *root, size_t len,
 		return -ENAMETOOLONG;
 	if (!mkdtemp(root))
 		return -errno;
+	dfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) { /* its entry, as sub_dir() does */
+		fsync(dfd);
+		close(dfd);
+	}
 	dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return dfd >= 0 ? dfd : -errno;
 }
@@ -315,14 +320,23 @@ int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 		ret = -errno;
 	else if ((ret = spool_copy(to, fd)) == 0 && fsync(to) < 0)
 		ret = -errno;
-	if (ret == 0)
+	if (ret == 0) {
 		ret = link_free_name(to, dfd, comp, name, sizeof(name));
-	if (ret == 0 && fsync(dfd) < 0)
-		ret = -errno;
-	if (ret == 0 && strcmp(name, comp)) /* "PATH.N" */
-		strcat(out, name + strlen(comp));
+		if (ret < 0 && ret != -EEXIST && ret != -ENAMETOOLONG) {
+			/* neither way of naming it works here (no privilege
+			 * for AT_EMPTY_PATH, no /proc): under the name itself
+			 */
+			close(to);
+			return named_copy(fd, dfd, comp, out, outlen);
+		}
+	}
 	if (to >= 0)
 		close(to);
+	if (ret == 0) {
+		fsync(dfd); /* the data is there and synced either way */
+		if (strcmp(name, comp)) /* "PATH.N" */
+			strcat(out, name + strlen(comp));
+	}
 	close(dfd);
 	return ret;
 }

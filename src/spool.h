@@ -41,7 +41,9 @@ int spool_copy(int to, int from);
  * ctr, in BASE/ctrfs-rescue/CTR/PATH (a name taken gets .1, .2, ...),
  * synced to disk, and puts that path into out. BASE is the spool's base
  * directory; ctrfs-rescue there is used only if it is a directory owned
- * by this user and closed to others (-EPERM otherwise). 0 or -errno.
+ * by this user and closed to others, else (and when an earlier copy holds
+ * a name this one needs as a directory) a new BASE/ctrfs-rescue.XXXXXX.
+ * 0 or -errno.
  */
 int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 		 char *out, size_t outlen);

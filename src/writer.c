@@ -54,8 +54,9 @@ struct wfile {
 /* Write-back's tries of one file's data: after a failure the delay before
  * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
  * keeps trying for about two minutes, long enough for an engine restart.
- * Unmount's drain tries once more, at once, then keeps what failed in
- * the rescue directory (spool_rescue()). */
+ * Unmount's drain tries once more, at once (not at all once the engine
+ * did not answer it), then keeps what failed in the rescue directory
+ * (spool_rescue()). */
 #define WB_ATTEMPTS  8
 #define WB_ALONE     2 /* failures after which a file is sent alone */
 #define WB_RETRY_MAX 30.0
@@ -96,6 +97,7 @@ struct writer {
 	bool flusher_started;
 	bool draining; /* commit everything pending now */
 	bool inflight; /* the flusher holds a batch (until its files are put) */
+	bool drain_gone; /* the drain found the engine gone (flusher only) */
 	bool stopping;
 	pthread_cond_t flush_cond;
 	long long mem_cap;     /* bytes the memory spool may hold, in all */
@@ -1033,7 +1035,8 @@ static int by_address(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
+static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
+			bool draining)
 {
 	char dir[PATH_MAX];
 	struct item *items = calloc(n, sizeof(*items));
@@ -1072,7 +1075,19 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
 		items[i].name = fs[i]->path + dlen;
 		items[i].next = i + 1 < n ? &items[i + 1] : NULL;
 	}
-	ret = put_batch(w, items);
+	if (draining && w->drain_gone) {
+		/* unmount: the engine did not answer the drain's first PUT;
+		 * each file counts that as its try, no timeout more */
+		log_err("write-back: %zu file(s) in '%s' of container '%s' not "
+			"sent at unmount: the engine is gone",
+			n, dir, fs[0]->ctr.name);
+		ret = -EIO;
+	} else {
+		ret = put_batch(w, items);
+		if (ret < 0 && draining &&
+		    (ret == -ETIMEDOUT || engine_down(w->e)))
+			w->drain_gone = true;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = fs[i];
 
@@ -1094,22 +1109,20 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n)
  * alone with it: one file that cannot land (its directory replaced in the
  * container, say) then fails no other; a batch that failed for the
  * engine's sake (down, restarting) goes together once more first.
- * Unmount's drain sends all of a container's files in one PUT, which each
- * gets as its one try there: an engine that is gone costs one timeout per
- * container, not one per file. */
+ * Unmount's drain keeps these batches; each gets one try there, and once
+ * the engine has not answered one of them the rest are not sent
+ * (flush_batch()): an engine that is gone costs one timeout, not one per
+ * file. */
 static bool batchable(const struct writer *w, const struct wfile *f,
 		      const struct wfile *first, double now)
 {
 	if (f == first)
 		return true;
-	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0)
-		return false;
-	if (w->draining)
-		return true;
-	if (atomic_load(&f->attempts) >= WB_ALONE ||
+	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0 ||
+	    atomic_load(&f->attempts) >= WB_ALONE ||
 	    atomic_load(&first->attempts) >= WB_ALONE)
 		return false;
-	return f->due <= now || atomic_load(&f->attempts) == 0;
+	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
 }
 
 static void *flusher_main(void *arg)
@@ -1121,6 +1134,7 @@ static void *flusher_main(void *arg)
 		struct wfile *first = NULL, **batch;
 		double now = now_mono();
 		size_t n = 0;
+		bool draining;
 
 		for (struct wfile *f = w->files; f; f = f->next)
 			if (f->pending && (!first || f->due < first->due))
@@ -1159,9 +1173,10 @@ static void *flusher_main(void *arg)
 				batch[n++] = f;
 			}
 		}
+		draining = w->draining;
 		pthread_mutex_unlock(&w->lock);
 		if (batch) {
-			flush_batch(w, batch, n);
+			flush_batch(w, batch, n, draining);
 			pthread_mutex_lock(&w->lock);
 			for (size_t i = 0; i < n; i++)
 				batch[i]->flushing = false;

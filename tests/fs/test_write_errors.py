@@ -254,6 +254,8 @@ def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
     through a shared bind mount."""
     from conftest import CTRFS_BIN
 
+    if not os.path.ismount("/dev/shm"):
+        pytest.skip("/dev/shm is not a mount of its own here")
     c = container()
     shared = tmp_path / "shared"
     (shared / "mnt").mkdir(parents=True)
@@ -268,8 +270,7 @@ def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
         env["TMPDIR"] = str(tmp_path)
         # /dev/shm private first: where the host's mounts are shared, the
         # small tmpfs would show on the host's /dev/shm too
-        script = ("{ mountpoint -q /dev/shm || mount --bind /dev/shm /dev/shm; } && "
-                  "mount --make-private /dev/shm && "
+        script = ("mount --make-private /dev/shm && "
                   "mount -t tmpfs -o size=1m tmpfs /dev/shm && "
                   'exec "$0" -d -o "host=$1" -o mem_spool=64 "$2"')
         with open(log, "wb") as logf:
