@@ -226,6 +226,14 @@ static int link_free_name(int fd, int dfd, const char *comp, char *name,
 	return -EEXIST;
 }
 
+/* Appends ".N" to the path in out (spool_rescue() keeps room for it). */
+static void add_suffix(char *out, size_t outlen, const char *suffix)
+{
+	size_t used = strlen(out);
+
+	snprintf(out + used, outlen - used, "%s", suffix);
+}
+
 /* spool_rescue() where the filesystem has no O_TMPFILE: the copy is made
  * under its final name, and removed again when it fails. Consumes dfd. */
 static int named_copy(int fd, int dfd, const char *comp, char *out,
@@ -257,7 +265,7 @@ static int named_copy(int fd, int dfd, const char *comp, char *out,
 		if (ret < 0)
 			unlinkat(dfd, name, 0);
 		else if (strcmp(name, comp))
-			strcat(out, name + strlen(comp));
+			add_suffix(out, outlen, name + strlen(comp));
 		close(to);
 	}
 	close(dfd);
@@ -335,7 +343,7 @@ int spool_rescue(struct spool *s, int fd, const char *ctr, const char *path,
 	if (ret == 0) {
 		fsync(dfd); /* the data is there and synced either way */
 		if (strcmp(name, comp)) /* "PATH.N" */
-			strcat(out, name + strlen(comp));
+			add_suffix(out, outlen, name + strlen(comp));
 	}
 	close(dfd);
 	return ret;
