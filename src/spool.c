@@ -125,24 +125,18 @@ int spool_copy(int to, int from)
 	return 0;
 }
 
-/* The directory name in dfd, made if missing (its entry synced); a new
- * fd (consumes dfd) or -errno. Never follows a link. */
+/* The directory name in dfd, made if missing (its entry synced): a new
+ * fd, or -errno. Never follows a link. */
 static int sub_dir(int dfd, const char *name)
 {
 	int fd;
 
 	if (mkdirat(dfd, name, 0700) == 0)
 		fsync(dfd);
-	else if (errno != EEXIST) {
-		fd = -errno;
-		close(dfd);
-		return fd;
-	}
+	else if (errno != EEXIST)
+		return -errno;
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		fd = -errno;
-	close(dfd);
-	return fd;
+	return fd >= 0 ? fd : -errno;
 }
 
 /* BASE/ctrfs-rescue when it is a directory of this user's, closed to
@@ -152,35 +146,38 @@ static int sub_dir(int dfd, const char *name)
 static int rescue_root(const struct spool *s, char *root, size_t len,
 		       bool fresh)
 {
-	int dfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int bfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd;
 	struct stat st;
 
-	if (dfd < 0)
+	if (bfd < 0)
 		return -errno;
-	if (fresh) {
-		close(dfd);
-		dfd = -1;
-	} else {
-		dfd = sub_dir(dfd, RESCUE_DIR);
+	if (!fresh) {
+		dfd = sub_dir(bfd, RESCUE_DIR);
+		if (dfd >= 0 && fstat(dfd, &st) == 0 &&
+		    st.st_uid == geteuid() && !(st.st_mode & 077) &&
+		    (size_t)snprintf(root, len, "%s/%s", s->base, RESCUE_DIR) <
+			len) {
+			close(bfd);
+			return dfd;
+		}
+		if (dfd >= 0)
+			close(dfd);
 	}
-	if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == geteuid() &&
-	    !(st.st_mode & 077) &&
-	    (size_t)snprintf(root, len, "%s/%s", s->base, RESCUE_DIR) < len)
-		return dfd;
-	if (dfd >= 0)
-		close(dfd);
 	if ((size_t)snprintf(root, len, "%s/%s.XXXXXX", s->base, RESCUE_DIR) >=
-	    len)
+	    len) {
+		close(bfd);
 		return -ENAMETOOLONG;
-	if (!mkdtemp(root))
-		return -errno;
-	dfd = open(s->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) { /* its entry, as sub_dir() does */
-		fsync(dfd);
-		close(dfd);
 	}
-	dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return dfd >= 0 ? dfd : -errno;
+	dfd = mkdtemp(root) ? 0 : -errno;
+	if (dfd == 0) {
+		fsync(bfd); /* its entry, as sub_dir() does */
+		dfd =
+		    open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			dfd = -errno;
+	}
+	close(bfd);
+	return dfd;
 }
 
 /* rel names something below a directory: no "." or "..", not ending in
@@ -201,6 +198,16 @@ static bool names_only(const char *rel)
 	}
 }
 
+/* The i-th name tried for comp: comp itself, then comp.1, comp.2, ...;
+ * false when it does not fit. */
+static bool nth_name(char *name, size_t len, const char *comp, int i)
+{
+	int n = i ? snprintf(name, len, "%s.%d", comp, i)
+		  : snprintf(name, len, "%s", comp);
+
+	return (size_t)n < len;
+}
+
 /* Gives the unnamed file fd the name comp in dfd, or comp.1, comp.2, ...
  * when taken; the name used into name. 0 or -errno. */
 static int link_free_name(int fd, int dfd, const char *comp, char *name,
@@ -210,10 +217,7 @@ static int link_free_name(int fd, int dfd, const char *comp, char *name,
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	for (int i = 0; i < 100; i++) {
-		int ret = i ? snprintf(name, len, "%s.%d", comp, i)
-			    : snprintf(name, len, "%s", comp);
-
-		if ((size_t)ret >= len)
+		if (!nth_name(name, len, comp, i))
 			return -ENAMETOOLONG;
 		/* AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; /proc does not */
 		if (linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0 ||
@@ -243,9 +247,7 @@ static int named_copy(int fd, int dfd, const char *comp, char *out,
 	int to = -1, ret = -EEXIST;
 
 	for (int i = 0; i < 100 && to < 0; i++) {
-		ret = i ? snprintf(name, sizeof(name), "%s.%d", comp, i)
-			: snprintf(name, sizeof(name), "%s", comp);
-		if ((size_t)ret >= sizeof(name)) {
+		if (!nth_name(name, sizeof(name), comp, i)) {
 			ret = -ENAMETOOLONG;
 			break;
 		}
@@ -291,8 +293,12 @@ static int rescue_dir(struct spool *s, char *rel, bool fresh, char **last,
 	/* every component but the last is a directory under it */
 	for (comp = rel; dfd >= 0 && (next = strchr(comp, '/')); comp = next) {
 		*next++ = '\0';
-		if (*comp)
-			dfd = sub_dir(dfd, comp);
+		if (*comp) {
+			int sub = sub_dir(dfd, comp);
+
+			close(dfd);
+			dfd = sub;
+		}
 	}
 	*last = comp;
 	return dfd;

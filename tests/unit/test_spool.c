@@ -144,6 +144,16 @@ static void test_rescue_name_taken_by_a_file(struct spool *s)
 	close(fd);
 }
 
+/* Open descriptors of this process: spool_rescue() must leave none. */
+static int open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
 int main(void)
 {
 	struct spool *s;
@@ -157,11 +167,14 @@ int main(void)
 		return 1;
 	}
 	CHECK_INT(spool_new(base, false, &s), 0);
+	int fds = open_fds();
+
 	test_rescue_where_and_what(s);
 	test_rescue_empty(s);
 	test_rescue_odd_paths(s);
 	test_rescue_root_not_ours(s);
 	test_rescue_name_taken_by_a_file(s);
+	CHECK_INT(open_fds(), fds);
 	spool_free(s);
 	{
 		char cmd[PATH_MAX + 16];
