@@ -22,8 +22,12 @@
 /* Files up to this size have their content kept from a listing's tar. */
 #define PREFETCH_MAX ((off_t)64 << 20)
 /* Bytes of a directory's tar read when only its owner was asked for: a
- * small subtree comes whole, with its listings. */
-#define PROBE_TREE ((off_t)1 << 20)
+ * small subtree comes whole, with its listings and contents, so that a
+ * walk of it needs no second GET. Past the cap the GET is aborted. */
+#define PROBE_TREE ((off_t)8 << 20)
+/* ... and at most this many entries: the engine's work is per file, so a
+ * subtree of countless tiny files is not read far for its owner either */
+#define PROBE_ENTRIES 2048
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
 
@@ -806,8 +810,9 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 }
 
 /* One GET of dir: caches every entry of the subtree and the listing of
- * every directory in it.  With a cap, stops once the body passed cap
- * bytes: what was seen is cached, listings not seen whole are not. */
+ * every directory in it.  With a cap (a probe), stops once the body passed
+ * cap bytes or PROBE_ENTRIES entries: what was seen is cached, listings not
+ * seen whole are not. */
 static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 {
 	struct loader l = {.m = m, .c = c, .dir = dir};
@@ -820,7 +825,6 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 	int ret;
 
 	l.snapshot = engine_now(m->e);
-	l.no_data = cap > 0; /* a probe: names and owners, no contents */
 	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
 	if (ret < 0) {
 		if (ret != -ENOENT)
@@ -834,7 +838,9 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 	while ((ret = tarstream_next(t, &te)) == 0) {
 		/* past the cap (or about to be, with this entry's data):
 		 * keep this header, read no further */
-		bool last = cap && engine_stream_bytes(s) + te.st.st_size > cap;
+		bool last =
+		    cap && (engine_stream_bytes(s) + te.st.st_size > cap ||
+			    entries + 1 >= PROBE_ENTRIES);
 
 		entries++;
 		if (last)
