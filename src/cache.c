@@ -517,6 +517,8 @@ int cache_listing(struct cache *c, const char *ns, const char *dirpath,
 			goto out_unlock;
 		out->ents[i].name = p;
 		out->ents[i].st = cn->attr.st;
+		out->ents[i].validated = cn->attr.validated;
+		out->ents[i].flags = cn->attr.flags;
 		p += nlen + 1;
 	}
 	out->n = dir->nnames;

@@ -29,6 +29,8 @@ struct cache_attr {
 struct cache_listent {
 	const char *name;
 	struct stat st;
+	double validated; /* as in struct cache_attr */
+	unsigned flags;
 };
 
 /* A copied-out directory listing; free with cache_listing_free(). */

@@ -181,31 +181,90 @@ static int fill_root(struct fs *fs, void *buf, fuse_fill_dir_t filler)
 	return 0;
 }
 
+/* An open directory of a container: the listing its first readdir took,
+ * which the following ones (the kernel asks a page at a time) go on with,
+ * so that a change in between neither repeats nor skips a name. */
+struct dirh {
+	struct cache_listing l;
+	bool have;
+};
+
+/*
+ * Whether a listed entry's attributes may go to the kernel with its name
+ * (readdirplus), which then asks nothing more about it for attr_timeout:
+ * only what getattr would serve without a call. Directories are left to
+ * getattr (write-back settles them first), and so is a file being written
+ * (its size is the writer's).
+ */
+static bool plus_ok(struct fs *fs, struct ctr *c, const char *dir,
+		    const struct cache_listent *e)
+{
+	char path[PATH_MAX];
+	struct wfile *w;
+
+	if (S_ISDIR(e->st.st_mode) || !(e->flags & CACHE_OWNER) ||
+	    now_mono() - e->validated >= fs->cfg.attr_timeout)
+		return false;
+	if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") ? dir : "",
+		     e->name) >= (int)sizeof(path))
+		return false;
+	w = writer_find(fs->writer, c->id, path);
+	if (w)
+		wfile_put(w);
+	return !w;
+}
+
+/*
+ * Entries carry offsets ("." 1, ".." 2, the listing's i-th name i + 3):
+ * libfuse hands the kernel a readdirplus entry's attributes only in that
+ * mode, and without them `ls -la` or `cp -r` made one LOOKUP per name.
+ */
 static int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 			 off_t offset, struct fuse_file_info *fi,
 			 enum fuse_readdir_flags flags)
 {
 	struct fs *fs = fs_get();
-	struct cache_listing l;
+	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
 	const char *inner;
 	struct ctr *c;
 	int ret = resolve(fs, path, &c, &inner);
 
 	if (ret < 0)
 		return ret;
-	filler(buf, ".", NULL, 0, 0);
-	filler(buf, "..", NULL, 0, 0);
-	if (!c)
-		return fill_root(fs, buf, filler);
-	ret = meta_listing(fs->meta, c, inner, &l);
-	ctr_put(fs->ctrs, c);
-	if (ret < 0)
-		return ret;
-	for (size_t i = 0; i < l.n; i++)
-		if (filler(buf, l.ents[i].name, &l.ents[i].st, 0,
-			   FUSE_FILL_DIR_PLUS))
+	if (!c || !dh) {
+		if (c)
+			ctr_put(fs->ctrs, c);
+		filler(buf, ".", NULL, 0, 0);
+		filler(buf, "..", NULL, 0, 0);
+		return c ? -EIO : fill_root(fs, buf, filler);
+	}
+	if (offset == 0 || !dh->have) { /* a first read, or a rewind */
+		if (dh->have)
+			cache_listing_free(&dh->l);
+		dh->have = false;
+		ret = meta_listing(fs->meta, c, inner, &dh->l);
+		if (ret < 0) {
+			ctr_put(fs->ctrs, c);
+			return ret;
+		}
+		dh->have = true;
+	}
+	if (offset < 1 && filler(buf, ".", NULL, 1, 0))
+		goto out;
+	if (offset < 2 && filler(buf, "..", NULL, 2, 0))
+		goto out;
+	for (size_t i = offset > 2 ? (size_t)(offset - 2) : 0; i < dh->l.n;
+	     i++) {
+		const struct cache_listent *e = &dh->l.ents[i];
+		bool plus =
+		    (flags & FUSE_READDIR_PLUS) && plus_ok(fs, c, inner, e);
+
+		if (filler(buf, e->name, &e->st, (off_t)(i + 3),
+			   plus ? FUSE_FILL_DIR_PLUS : 0))
 			break;
-	cache_listing_free(&l);
+	}
+out:
+	ctr_put(fs->ctrs, c);
 	return 0;
 }
 
@@ -217,13 +276,33 @@ static int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	struct ctr *c;
 	int ret = resolve(fs, path, &c, &inner);
 
+	fi->fh = 0;
 	if (ret < 0 || !c)
 		return ret;
 	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
 	ctr_put(fs->ctrs, c);
 	if (ret == 0 && !S_ISDIR(st.st_mode))
 		ret = -ENOTDIR;
+	if (ret == 0) {
+		struct dirh *dh = calloc(1, sizeof(*dh));
+
+		if (!dh)
+			return -ENOMEM;
+		fi->fh = (uint64_t)(uintptr_t)dh;
+	}
 	return ret;
+}
+
+static int ctrfs_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
+
+	if (dh) {
+		if (dh->have)
+			cache_listing_free(&dh->l);
+		free(dh);
+	}
+	return 0;
 }
 
 static int open_read(struct fs *fs, struct ctr *c, const char *inner,
@@ -322,6 +401,10 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	 * after a cache drop; direct, ~4 s (docs/performance-notes.md). */
 	if ((fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
+	/* a reader of a file nobody writes has nothing to do at close:
+	 * spare the kernel's FLUSH (one round trip per file of a cp -r) */
+	if (!h->writes && !h->w)
+		fi->noflush = 1;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }
@@ -912,6 +995,9 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * when a big file is copied in */
 	if (conn->max_write < 1024 * 1024)
 		conn->max_write = 1024 * 1024;
+	/* readdirplus on every page of a listing, not only the first: the
+	 * attributes come from the cache, free, and spare a LOOKUP each */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
 	cfg->entry_timeout = fs->cfg.attr_timeout;
 	cfg->attr_timeout = fs->cfg.attr_timeout;
 	cfg->negative_timeout = 0;
@@ -948,6 +1034,7 @@ static const struct fuse_operations ctrfs_ops = {
     .readlink = ctrfs_readlink,
     .opendir = ctrfs_opendir,
     .readdir = ctrfs_readdir,
+    .releasedir = ctrfs_releasedir,
     .open = ctrfs_open,
     .create = ctrfs_create,
     .read = ctrfs_read,

@@ -406,3 +406,73 @@ def test_first_look_at_a_small_tree_is_its_only_get(mount, container, tmp_path):
     gets = re.findall(r"engine: GET [0-9a-f]+:(/\S*)", engine_log(m))
     assert len(gets) <= 2 and set(gets) <= {"/", "/once"}, f"GETs: {gets}"
 
+
+def lookups_below(m, c, d):
+    return len(re.findall(rf"^LOOKUP /{re.escape(c.name)}{re.escape(d)}/", engine_log(m), re.M))
+
+
+def test_listing_hands_fresh_attributes_to_the_kernel(mount, container):
+    """readdirplus: the attributes of a fresh listing go to the kernel with
+    the names, so ls -la asks no LOOKUP per name (libfuse passes them only
+    when readdir gives offsets); what it shows is what the engine says."""
+    c = container()
+    c.sh('mkdir /plus; i=0; while [ $i -lt 200 ]; do head -c $i /dev/urandom > /plus/f$i; '
+         'i=$((i+1)); done; chown 7:8 /plus/f5; chmod 600 /plus/f6; ln -s f1 /plus/ln')
+    m = mount("-d")
+    names = os.listdir(m.p(c, "/plus"))
+    sts = {n: os.lstat(m.p(c, f"/plus/{n}")) for n in names}
+    assert len(names) == 201
+    assert lookups_below(m, c, "/plus") <= 10, f"{lookups_below(m, c, '/plus')} LOOKUPs for 201 names"
+    for n in ("f0", "f1", "f5", "f6", "f199", "ln"):
+        want = c.stat(f"/plus/{n}")
+        st = sts[n]
+        got = {"size": st.st_size, "perm": st.st_mode & 0o7777, "uid": st.st_uid,
+               "gid": st.st_gid, "mtime": int(st.st_mtime)}
+        assert got == {k: want[k] for k in got}, (n, got, want)
+
+
+def test_listing_past_the_ttl_does_not_hand_old_attributes(mount, container):
+    """A listing confirmed by a HEAD of its directory past the TTL names the
+    right entries, but its entries' attributes are as old as the listing: a
+    file rewritten in place (its directory unchanged) shows its new size."""
+    c = container()
+    c.sh("mkdir /old && echo 123456789 > /old/f && echo x > /old/g && touch -d '2020-01-01 00:00' /old")
+    m = mount()
+    assert os.listdir(m.p(c, "/old")) and os.stat(m.p(c, "/old/f")).st_size == 10
+    c.sh("echo 1234567890123456789 > /old/f")
+    time.sleep(1.5)
+    assert sorted(os.listdir(m.p(c, "/old"))) == ["f", "g"]
+    assert os.stat(m.p(c, "/old/f")).st_size == 20
+
+
+def test_listing_shows_the_size_of_a_file_being_written(mount, container):
+    """A file open for writing has the writer's size, not the cached one:
+    a listing taken meanwhile must not hand the kernel the old size."""
+    c = container()
+    c.sh("mkdir /wr && echo 123456789 > /wr/f")
+    m = mount()
+    assert os.stat(m.p(c, "/wr/f")).st_size == 10
+    fd = os.open(m.p(c, "/wr/f"), os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, b"x" * 5000)
+        assert "f" in os.listdir(m.p(c, "/wr"))
+        assert os.stat(m.p(c, "/wr/f")).st_size == 5010
+    finally:
+        os.close(fd)
+    assert os.stat(m.p(c, "/wr/f")).st_size == 5010
+    assert c.sh("wc -c < /wr/f").strip() == b"5010"
+
+
+def test_closing_a_reader_sends_no_flush(mount, container):
+    """A file only read has nothing to commit: its close costs no FLUSH
+    round trip, while a written file's close still commits it."""
+    c = container()
+    c.sh("mkdir /nf && echo a > /nf/a && echo b > /nf/b")
+    m = mount("-d")
+    assert read_file(m.p(c, "/nf/a")) == b"a\n"
+    assert read_file(m.p(c, "/nf/b")) == b"b\n"
+    assert engine_log(m).count("opcode: FLUSH") == 0
+    with open(m.p(c, "/nf/new"), "wb") as f:
+        f.write(b"new\n")
+    assert c.exec("cat", "/nf/new") == b"new\n"
+    assert engine_log(m).count("opcode: FLUSH") >= 1
