@@ -181,37 +181,47 @@ static int fill_root(struct fs *fs, void *buf, fuse_fill_dir_t filler)
 	return 0;
 }
 
-/* An open directory of a container: the listing its first readdir took,
- * which the following ones (the kernel asks a page at a time) go on with,
- * so that a change in between neither repeats nor skips a name. */
+/* An open directory of a container: the names its first readdir took,
+ * in order, which the following ones (the kernel asks a page at a time) go
+ * on with, so that a change in between neither repeats nor skips a name. */
 struct dirh {
 	struct cache_listing l;
 	bool have;
+	char ctr_id[sizeof(((struct ctr *)0)->id)]; /* whose listing */
 };
 
 /*
- * Whether a listed entry's attributes may go to the kernel with its name
+ * The attributes that may go to the kernel with a listed name
  * (readdirplus), which then asks nothing more about it for attr_timeout:
- * only what getattr would serve without a call. Directories are left to
- * getattr (write-back settles them first), and so is a file being written
- * (its size is the writer's).
+ * only what getattr would serve now without a call, read now (not from the
+ * listing's copy, which a commit, chmod or unlink since may have
+ * outdated), and in getattr's order: a file being written has the
+ * writer's size, so it goes without. So do directories (write-back
+ * settles them first in getattr) and entries past the TTL.
  */
-static bool plus_ok(struct fs *fs, struct ctr *c, const char *dir,
-		    const struct cache_listent *e)
+static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
+		      const struct cache_listent *e, struct stat *st)
 {
 	char path[PATH_MAX];
+	struct cache_attr a;
 	struct wfile *w;
 
-	if (S_ISDIR(e->st.st_mode) || !(e->flags & CACHE_OWNER) ||
-	    now_mono() - e->validated >= fs->cfg.attr_timeout)
-		return false;
-	if (snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") ? dir : "",
+	if (S_ISDIR(e->st.st_mode) ||
+	    snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") ? dir : "",
 		     e->name) >= (int)sizeof(path))
 		return false;
 	w = writer_find(fs->writer, c->id, path);
-	if (w)
+	if (w) {
 		wfile_put(w);
-	return !w;
+		return false;
+	}
+	if (cache_get(fs->cache, c->id, path, &a, NULL, 0) < 0 ||
+	    (a.st.st_mode & S_IFMT) != (e->st.st_mode & S_IFMT) ||
+	    !(a.flags & CACHE_OWNER) ||
+	    now_mono() - a.validated >= fs->cfg.attr_timeout)
+		return false;
+	*st = a.st;
+	return true;
 }
 
 /*
@@ -231,14 +241,17 @@ static int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 
 	if (ret < 0)
 		return ret;
-	if (!c || !dh) {
-		if (c)
-			ctr_put(fs->ctrs, c);
+	if (!c) {
 		filler(buf, ".", NULL, 0, 0);
 		filler(buf, "..", NULL, 0, 0);
-		return c ? -EIO : fill_root(fs, buf, filler);
+		return fill_root(fs, buf, filler);
 	}
-	if (offset == 0 || !dh->have) { /* a first read, or a rewind */
+	if (!dh) {
+		ctr_put(fs->ctrs, c);
+		return -EIO;
+	}
+	/* a first read, a rewind, or a container of that name made anew */
+	if (offset == 0 || !dh->have || strcmp(dh->ctr_id, c->id) != 0) {
 		if (dh->have)
 			cache_listing_free(&dh->l);
 		dh->have = false;
@@ -248,6 +261,7 @@ static int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 			return ret;
 		}
 		dh->have = true;
+		snprintf(dh->ctr_id, sizeof(dh->ctr_id), "%s", c->id);
 	}
 	if (offset < 1 && filler(buf, ".", NULL, 1, 0))
 		goto out;
@@ -256,10 +270,11 @@ static int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 	for (size_t i = offset > 2 ? (size_t)(offset - 2) : 0; i < dh->l.n;
 	     i++) {
 		const struct cache_listent *e = &dh->l.ents[i];
-		bool plus =
-		    (flags & FUSE_READDIR_PLUS) && plus_ok(fs, c, inner, e);
+		struct stat st;
+		bool plus = (flags & FUSE_READDIR_PLUS) &&
+			    plus_attr(fs, c, inner, e, &st);
 
-		if (filler(buf, e->name, &e->st, (off_t)(i + 3),
+		if (filler(buf, e->name, plus ? &st : &e->st, (off_t)(i + 3),
 			   plus ? FUSE_FILL_DIR_PLUS : 0))
 			break;
 	}
@@ -401,9 +416,9 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	 * after a cache drop; direct, ~4 s (docs/performance-notes.md). */
 	if ((fi->flags & O_ACCMODE) == O_WRONLY)
 		fi->direct_io = 1;
-	/* a reader of a file nobody writes has nothing to do at close:
-	 * spare the kernel's FLUSH (one round trip per file of a cp -r) */
-	if (!h->writes && !h->w)
+	/* a reader has nothing to do at close: spare the kernel's FLUSH
+	 * (one round trip per file of a cp -r) */
+	if (!h->writes)
 		fi->noflush = 1;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
@@ -445,12 +460,13 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
 
-	if (!h->w)
+	/* a reader of a file being written commits nothing at its close:
+	 * the writer's close does (and reports the writer's errors) */
+	if (!h->w || !h->writes)
 		return 0;
 	if (writer_writeback(fs->writer)) {
 		/* queued at this close, committed by write-back */
-		if (h->writes)
-			wfile_queue(h->w);
+		wfile_queue(h->w);
 		return wfile_error(h->w);
 	}
 	return wfile_commit(h->w);

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -173,6 +174,18 @@ static long long default_mem_spool(void)
 	return ram / 8 < (1LL << 30) ? ram / 8 : 1LL << 30;
 }
 
+/* Every open file and every spool file of kept contents is a descriptor:
+ * take what the hard limit allows (1024 soft is common), as a server does. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -188,6 +201,7 @@ int main(int argc, char *argv[])
 
 	setlocale(LC_CTYPE, "C.UTF-8");
 	log_init(true, false);
+	raise_fd_limit();
 	if (fuse_opt_parse(&args, &o, ctrfs_opts, opt_proc) != 0)
 		goto out_args;
 	/* "ctrfs SOURCE MOUNTPOINT" is how mount(8) and fstab call us: a
