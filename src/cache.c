@@ -3,6 +3,7 @@
 #include "pathmap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -517,8 +518,6 @@ int cache_listing(struct cache *c, const char *ns, const char *dirpath,
 			goto out_unlock;
 		out->ents[i].name = p;
 		out->ents[i].st = cn->attr.st;
-		out->ents[i].validated = cn->attr.validated;
-		out->ents[i].flags = cn->attr.flags;
 		p += nlen + 1;
 	}
 	out->n = dir->nnames;
@@ -527,6 +526,104 @@ out_unlock:
 	pthread_mutex_unlock(&c->lock);
 	if (ret < 0)
 		cache_listing_free(out);
+	return ret;
+}
+
+struct subtree {
+	struct cache *c;
+	const char *ns;
+	size_t max_entries, entries;
+	off_t max_bytes, bytes;
+	double stale_before;
+	size_t stale;
+};
+
+/* Adds the entries below the directory at path (a buffer of len bytes,
+ * PATH_MAX, that it extends and restores) to t. Under the cache lock. */
+static int subtree_walk(struct subtree *t, char *path, size_t len)
+{
+	struct node *dir = lookup(t->c, t->ns, path);
+	const char *p;
+	size_t base = len == 1 ? 0 : len; /* the root: "/name" */
+
+	if (!dir || !dir->names)
+		return -ENOENT;
+	p = dir->names;
+	for (size_t i = 0; i < dir->nnames; i++, p += strlen(p) + 1) {
+		size_t nlen = strlen(p);
+		struct node *cn;
+		int ret;
+
+		if (base + 1 + nlen + 1 > PATH_MAX)
+			return -E2BIG;
+		path[base] = '/';
+		memcpy(path + base + 1, p, nlen + 1);
+		cn = lookup(t->c, t->ns, path);
+		if (!cn) {
+			path[len] = '\0';
+			return -ENOENT;
+		}
+		if (cn->attr.validated < t->stale_before)
+			t->stale++;
+		/* a header, maybe a pax header, and the data in blocks */
+		t->bytes += 1024;
+		if (S_ISREG(cn->attr.st.st_mode))
+			t->bytes += (cn->attr.st.st_size + 511) / 512 * 512;
+		if (++t->entries > t->max_entries || t->bytes > t->max_bytes) {
+			path[len] = '\0';
+			return -E2BIG;
+		}
+		if (S_ISDIR(cn->attr.st.st_mode)) {
+			ret = subtree_walk(t, path, base + 1 + nlen);
+			if (ret < 0) {
+				path[len] = '\0';
+				return ret;
+			}
+		}
+	}
+	path[len] = '\0';
+	return 0;
+}
+
+int cache_subtree(struct cache *c, const char *ns, const char *dirpath,
+		  size_t max_entries, off_t max_bytes, double stale_before,
+		  struct cache_subtree *out)
+{
+	struct subtree t = {.c = c,
+			    .ns = ns,
+			    .max_entries = max_entries,
+			    .max_bytes = max_bytes,
+			    .stale_before = stale_before};
+	char path[PATH_MAX];
+	size_t len = strlen(dirpath);
+	struct node *dir;
+	int ret;
+
+	if (len >= sizeof(path))
+		return -E2BIG;
+	memcpy(path, dirpath, len + 1);
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&c->lock);
+	ret = subtree_walk(&t, path, len);
+	dir = ret == 0 ? lookup(c, ns, dirpath) : NULL;
+	if (dir) {
+		const char *p = dir->names;
+		size_t base = len == 1 ? 0 : len;
+
+		for (size_t i = 0; i < dir->nnames; i++, p += strlen(p) + 1) {
+			struct node *cn;
+
+			path[base] = '/';
+			memcpy(path + base + 1, p, strlen(p) + 1);
+			cn = lookup(c, ns, path);
+			if (cn && cn->attr.validated < stale_before)
+				out->stale_children++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	out->entries = t.entries;
+	out->bytes = t.bytes;
+	out->stale = t.stale;
 	return ret;
 }
 

@@ -29,8 +29,6 @@ struct cache_attr {
 struct cache_listent {
 	const char *name;
 	struct stat st;
-	double validated; /* as in struct cache_attr */
-	unsigned flags;
 };
 
 /* A copied-out directory listing; free with cache_listing_free(). */
@@ -144,6 +142,23 @@ int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
 int cache_listing(struct cache *c, const char *ns, const char *dirpath,
 		  struct cache_listing *out);
 void cache_listing_free(struct cache_listing *l);
+
+/* What a GET of a directory would carry, as far as the cache knows. */
+struct cache_subtree {
+	size_t entries;	       /* below it */
+	off_t bytes;	       /* an estimate of the tar's size */
+	size_t stale;	       /* entries below it confirmed before ... */
+	size_t stale_children; /* ... and those of them that are its own */
+};
+
+/*
+ * Fills out for dirpath, walking the cached listings: 0, -E2BIG past
+ * max_entries or max_bytes, or -ENOENT when the listing of dirpath or of a
+ * directory below is unknown. Stale: confirmed before stale_before.
+ */
+int cache_subtree(struct cache *c, const char *ns, const char *dirpath,
+		  size_t max_entries, off_t max_bytes, double stale_before,
+		  struct cache_subtree *out);
 
 /* Number of entries, for tests and debug logs. */
 size_t cache_count(struct cache *c);

@@ -336,11 +336,13 @@ def test_walk_after_ttl_is_revalidated_ahead(mount, container):
     """In a directory whose listing still holds (a file changed in place
     does not move the directory's mtime), the thread HEADs the walk's next
     entries, and the walk does not ask again for what the thread claimed (a
-    version without claims made about two HEADs per entry)."""
+    version without claims made about two HEADs per entry). A file of 9 MiB
+    makes the directory too big to be listed again instead (relist)."""
     import time
 
     c = container()
-    c.sh('mkdir /walk && i=0; while [ $i -lt 300 ]; do echo 123456789 > /walk/f$i; i=$((i+1)); done')
+    c.sh('mkdir /walk && i=0; while [ $i -lt 300 ]; do echo 123456789 > /walk/f$i; i=$((i+1)); done; '
+         'head -c 9437184 /dev/zero > /walk/zz-big')
     # a listing stays valid only for a directory whose mtime, in whole
     # seconds, is more than one second older than the listing's
     time.sleep(2.1)
@@ -350,7 +352,8 @@ def test_walk_after_ttl_is_revalidated_ahead(mount, container):
     time.sleep(1.5)
     before = engine_log(m).count("engine: HEAD")
     for n in names:
-        assert os.stat(m.p(c, f"/walk/{n}")).st_size == (20 if n == "f150" else 10), n
+        want = {"f150": 20, "zz-big": 9437184}.get(n, 10)
+        assert os.stat(m.p(c, f"/walk/{n}")).st_size == want, n
     log = engine_log(m)
     heads = log.count("engine: HEAD") - before
     ahead = sum(int(k) for k in re.findall(r"revalidated ahead in '/walk' of '[^']*': (\d+) HEADs", log))
@@ -476,3 +479,66 @@ def test_closing_a_reader_sends_no_flush(mount, container):
         f.write(b"new\n")
     assert c.exec("cat", "/nf/new") == b"new\n"
     assert engine_log(m).count("opcode: FLUSH") >= 1
+
+
+def test_walk_past_the_ttl_lists_a_small_tree_again(mount, container):
+    """Past the TTL, a walk that stats every entry (ls -la, rsync, cp -r)
+    of a small tree asks for it again with one GET, not one HEAD per
+    entry; what changed inside meanwhile shows, contents included."""
+    c = container()
+    # old directory mtimes: a HEAD keeps their listings (see the walk above)
+    c.sh('mkdir -p /rl/a /rl/b; i=0; while [ $i -lt 150 ]; do echo $i > /rl/a/f$i; '
+         'echo $i > /rl/b/g$i; i=$((i+1)); done; touch -d "2020-01-01 00:00" /rl/a /rl/b /rl')
+    m = mount("-d")
+    walk = lambda: {os.path.relpath(os.path.join(d, n), m.p(c, "/rl")): os.lstat(os.path.join(d, n)).st_size
+                    for d, ds, fs in os.walk(m.p(c, "/rl")) for n in ds + fs}
+    first = walk()
+    assert len(first) == 302 and first["a/f7"] == 2
+    c.sh("echo 1234567890 > /rl/a/f7")  # in place: /rl/a keeps its mtime
+    time.sleep(1.5)
+    before = engine_log(m)
+    again = walk()
+    log = engine_log(m)[len(before):]
+    assert again["a/f7"] == 11 and len(again) == 302
+    assert read_file(m.p(c, "/rl/a/f7")) == b"1234567890\n"
+    heads = log.count("engine: HEAD")
+    assert "listed again" in log and heads <= 10, f"{heads} HEADs to walk 302 entries past the TTL"
+
+
+def test_closing_a_reader_of_a_file_being_written_commits_nothing(mount, container):
+    """Reading a file while another handle writes it serves what is written;
+    the reader's close commits nothing (before, it PUT the half-written
+    file): the writer's close does, once."""
+    c = container()
+    c.sh("mkdir /rw")
+    m = mount("-d")
+    fd = os.open(m.p(c, "/rw/f"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b"first half\n")
+        assert read_file(m.p(c, "/rw/f")) == b"first half\n"
+        assert engine_log(m).count("engine: PUT") == 0
+        os.write(fd, b"second half\n")
+    finally:
+        os.close(fd)
+    assert c.exec("cat", "/rw/f") == b"first half\nsecond half\n"
+    assert engine_log(m).count("engine: PUT") == 1
+
+
+def test_listing_pages_hand_attributes_as_they_are_now(mount, container):
+    """The kernel reads a listing a page at a time; a change made through
+    ctrfs between two pages (here a chmod) shows in the attributes the
+    later page hands over, not those of when the listing was taken."""
+    c = container()
+    # more names than one page holds (up to 1 MiB of entries of ~160 bytes)
+    c.sh('mkdir /pg; i=10000; while [ $i -lt 19000 ]; do echo x > /pg/f$i; i=$((i+1)); done')
+    m = mount()
+    it = os.scandir(m.p(c, "/pg"))
+    try:
+        first = next(it).name
+        os.chmod(m.p(c, "/pg/f18999"), 0o600)
+        rest = [e.name for e in it]
+    finally:
+        it.close()
+    assert len(rest) + 1 == 9000 and first != "f18999"
+    assert os.stat(m.p(c, "/pg/f18999")).st_mode & 0o7777 == 0o600
+    assert c.stat("/pg/f18999")["perm"] == 0o600
