@@ -252,10 +252,12 @@ static void merge(struct cache *c, struct node *n,
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	/* tar mtimes are whole seconds: trust an equal second only when it
-	 * lies before the second the content was read in */
+	 * lies before the second the content was read in (equal nanoseconds
+	 * say more only when there are some: a tar header has none) */
 	if (n->data &&
 	    !(same_type && same_mtime && old.st.st_size == attr->st.st_size &&
-	      (old.st.st_mtim.tv_nsec == attr->st.st_mtim.tv_nsec ||
+	      ((old.st.st_mtim.tv_nsec == attr->st.st_mtim.tv_nsec &&
+		attr->st.st_mtim.tv_nsec != 0) ||
 	       (old.st.st_mtim.tv_nsec == 0 &&
 		attr->st.st_mtim.tv_sec + 1 < n->data_snapshot))))
 		drop_data(c, n);

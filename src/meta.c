@@ -72,6 +72,11 @@ struct meta {
 	char relist_no_ns[sizeof(((struct ctr *)0)->id)];
 	char relist_no_dir[PATH_MAX];
 	double relist_no_at;
+	/* the last entry found stale, of which directory, when */
+	char seen_ns[sizeof(((struct ctr *)0)->id)];
+	char seen_dir[PATH_MAX];
+	char seen_name[NAME_MAX + 1];
+	double seen_at;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -478,7 +483,8 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap);
+static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
+		     bool *whole);
 
 /*
  * Whether path's directory has a listing, whole as of less than the TTL
@@ -504,6 +510,17 @@ static bool absent(struct meta *m, struct ctr *c, const char *path)
 	return cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0;
 }
 
+/* Remembers that dir is not worth listing again, for the TTL. */
+static void relist_no(struct meta *m, struct ctr *c, const char *dir,
+		      double now)
+{
+	pthread_mutex_lock(&m->lock);
+	m->relist_no_at = now;
+	snprintf(m->relist_no_ns, sizeof(m->relist_no_ns), "%s", c->id);
+	snprintf(m->relist_no_dir, sizeof(m->relist_no_dir), "%s", dir);
+	pthread_mutex_unlock(&m->lock);
+}
+
 /*
  * Whether dir's listing is better asked again whole (one GET of dir, probe
  * capped) than its entries one HEAD each: when many entries below it are
@@ -512,34 +529,21 @@ static bool absent(struct meta *m, struct ctr *c, const char *path)
  * below count too: a walk that stats a directory's children goes on into
  * its subdirectories (rsync, cp -r, find); a few of them must be its own,
  * so that `ls -la` of a directory of one subdirectory stays one HEAD.
- * The answer "no"
- * is remembered for the TTL, so that a walk of a big directory does not
- * count its entries again at every step.
+ * The answer "no" is remembered for the TTL, so that a walk of a big
+ * directory does not count its entries again at every step.
  */
-static bool relist_worth(struct meta *m, struct ctr *c, const char *dir)
+static bool relist_worth(struct meta *m, struct ctr *c, const char *dir,
+			 double now)
 {
 	bool podman = engine_is_podman(m->e);
 	size_t need = podman ? RELIST_PODMAN : RELIST_DOCKER;
 	size_t need_child = podman ? RELIST_PODMAN_CHILD : RELIST_DOCKER_CHILD;
 	struct cache_subtree t;
-	double now = now_mono();
-	bool no;
 
-	pthread_mutex_lock(&m->lock);
-	no = now - m->relist_no_at < m->ttl &&
-	     strcmp(m->relist_no_ns, c->id) == 0 &&
-	     strcmp(m->relist_no_dir, dir) == 0;
-	pthread_mutex_unlock(&m->lock);
-	if (no)
-		return false;
 	if (cache_subtree(m->c, c->id, dir, PROBE_ENTRIES - 1, PROBE_TREE,
 			  now - m->ttl / 2, &t) < 0 ||
 	    t.stale < need || t.stale_children < need_child) {
-		pthread_mutex_lock(&m->lock);
-		m->relist_no_at = now;
-		snprintf(m->relist_no_ns, sizeof(m->relist_no_ns), "%s", c->id);
-		snprintf(m->relist_no_dir, sizeof(m->relist_no_dir), "%s", dir);
-		pthread_mutex_unlock(&m->lock);
+		relist_no(m, c, dir, now);
 		return false;
 	}
 	log_dbg("'%s' in '%s': %zu entries to ask again, listed again "
@@ -550,32 +554,54 @@ static bool relist_worth(struct meta *m, struct ctr *c, const char *dir)
 
 /*
  * A walk that stats every entry of a directory (ls -la, cp -r, rsync)
- * past the TTL: when path's directory is worth listing again (above),
- * lists it with one GET, once (another step of the walk that comes
- * meanwhile waits for that GET). True when path may now be fresh in the
- * cache, so the caller looks again before asking the engine.
+ * past the TTL: once a second entry of the same directory is found stale
+ * within the TTL (one alone is a `stat` or a `tail -f`, which a HEAD
+ * serves best), and the directory is worth listing again (above), lists
+ * it with one GET, once: another step of the walk that comes meanwhile
+ * waits for that GET. True when path may now be fresh in the cache, so
+ * the caller looks again before asking the engine.
  */
 static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 {
+	const char *name = strrchr(path, '/') + 1;
 	char parent[PATH_MAX];
-	bool waited = false;
+	double now = now_mono();
+	bool walk, whole = false;
+	int ret;
 
-	if (pathmap_parent(path, parent, sizeof(parent)) < 0 ||
+	if (m->ttl <= 0 || pathmap_parent(path, parent, sizeof(parent)) < 0 ||
 	    strcmp(parent, path) == 0)
 		return false;
 	pthread_mutex_lock(&m->lock);
-	while (m->relisting && strcmp(m->relist_ns, c->id) == 0 &&
-	       strcmp(m->relist_dir, parent) == 0) {
-		pthread_cond_wait(&m->cond, &m->lock);
-		waited = true;
+	if (m->relisting && strcmp(m->relist_ns, c->id) == 0 &&
+	    strcmp(m->relist_dir, parent) == 0) {
+		while (m->relisting && strcmp(m->relist_ns, c->id) == 0 &&
+		       strcmp(m->relist_dir, parent) == 0)
+			pthread_cond_wait(&m->cond, &m->lock);
+		pthread_mutex_unlock(&m->lock);
+		return true;
+	}
+	if (m->relisting || (now - m->relist_no_at < m->ttl &&
+			     strcmp(m->relist_no_ns, c->id) == 0 &&
+			     strcmp(m->relist_no_dir, parent) == 0)) {
+		pthread_mutex_unlock(&m->lock); /* another one, or not worth */
+		return false;
+	}
+	/* the first stale entry of a directory is remembered, a second one
+	 * (another name, within the TTL) is a walk */
+	walk = now - m->seen_at < m->ttl && strcmp(m->seen_ns, c->id) == 0 &&
+	       strcmp(m->seen_dir, parent) == 0 && strcmp(m->seen_name, name);
+	if (!walk) {
+		m->seen_at = now;
+		snprintf(m->seen_ns, sizeof(m->seen_ns), "%s", c->id);
+		snprintf(m->seen_dir, sizeof(m->seen_dir), "%s", parent);
+		snprintf(m->seen_name, sizeof(m->seen_name), "%s", name);
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (waited)
-		return true;
-	if (!relist_worth(m, c, parent))
+	if (!walk || !relist_worth(m, c, parent, now))
 		return false;
 	pthread_mutex_lock(&m->lock);
-	if (m->relisting) { /* another directory: ask as usual */
+	if (m->relisting) { /* someone began meanwhile: ask as usual */
 		pthread_mutex_unlock(&m->lock);
 		return false;
 	}
@@ -583,7 +609,11 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	snprintf(m->relist_ns, sizeof(m->relist_ns), "%s", c->id);
 	snprintf(m->relist_dir, sizeof(m->relist_dir), "%s", parent);
 	pthread_mutex_unlock(&m->lock);
-	load_tree(m, c, parent, PROBE_TREE);
+	ret = load_tree(m, c, parent, PROBE_TREE, &whole);
+	/* stopped at a cap (the estimate was short) or failed: not again
+	 * for the TTL; the entries not reached are asked one by one */
+	if (ret < 0 || !whole)
+		relist_no(m, c, parent, now);
 	pthread_mutex_lock(&m->lock);
 	m->relisting = false;
 	pthread_cond_broadcast(&m->cond);
@@ -617,15 +647,16 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	have = cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) == 0;
 	if (!have && absent(m, c, path))
 		return -ENOENT; /* its directory's listing lacks it */
-	if (have && stale(m, c, a.validated) && wait_claim(m, c, path) &&
-	    cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
-		have = false; /* the thread found it gone: ask again */
+	/* a walk's second stale step, before the thread HEADs its window */
 	if (have && stale(m, c, a.validated) && relist_parent(m, c, path) &&
 	    cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0) {
 		if (absent(m, c, path))
 			return -ENOENT; /* gone from the new listing */
 		have = false;
 	}
+	if (have && stale(m, c, a.validated) && wait_claim(m, c, path) &&
+	    cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
+		have = false; /* the thread found it gone: ask again */
 	if (!have || stale(m, c, a.validated)) {
 		if (have)
 			hint_walk(m, c, path);
@@ -639,8 +670,9 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	    (link && S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))) {
 		/* a directory's owner comes with the start of its tar, and
 		 * a small subtree with its listings for little more */
-		ret = S_ISDIR(a.st.st_mode) ? load_tree(m, c, path, PROBE_TREE)
-					    : probe(m, c, path);
+		ret = S_ISDIR(a.st.st_mode)
+			  ? load_tree(m, c, path, PROBE_TREE, NULL)
+			  : probe(m, c, path);
 		if (ret < 0)
 			return ret;
 		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
@@ -965,8 +997,9 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 /* One GET of dir: caches every entry of the subtree and the listing of
  * every directory in it.  With a cap (a probe), stops once the body passed
  * cap bytes or PROBE_ENTRIES entries: what was seen is cached, listings not
- * seen whole are not. */
-static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
+ * seen whole are not. *whole (when not NULL): whether it read all of it. */
+static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
+		     bool *whole)
 {
 	struct loader l = {.m = m, .c = c, .dir = dir, .defer = cap > 0};
 	struct engine_stream *s;
@@ -1023,6 +1056,8 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap)
 		ret == 2    ? " (stopped at the cap)"
 		: l.shallow ? " (cache full: depth one kept)"
 			    : "");
+	if (whole)
+		*whole = ret == 1;
 	ret = ret == 1 || ret == 2 ? 0 : ret;
 	tarstream_free(t);
 out_stream:
@@ -1049,7 +1084,7 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 			return 0;
 		if (tries++ == 2)
 			break;
-		ret = load_tree(m, c, dir, 0);
+		ret = load_tree(m, c, dir, 0, NULL);
 		if (ret < 0)
 			return ret;
 	}

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -764,6 +765,91 @@ static void test_threads(void)
 	cache_free(c);
 }
 
+/* Content from a tar (mtime in whole seconds, no nanoseconds) is kept
+ * across a put of the same header only when that second lies more than a
+ * second before the content's GET; equal zero nanoseconds say nothing. */
+static void test_data_same_second_from_a_tar(void)
+{
+	struct cache *c = cache_new(100);
+	FILE *f = tmpfile();
+	struct cache_blob *b = cache_blob_new(dup(fileno(f)));
+	struct cache_attr a = attr_of(S_IFREG | 0644, 5000, 3, CACHE_OWNER);
+	off_t off, len;
+	int fd;
+
+	cache_set_data_budget(c, 1 << 20);
+	a.st.st_mtim.tv_nsec = 0;
+	cache_put(c, "ns", "/old", &a, NULL);
+	CHECK(cache_set_data(c, "ns", "/old", b, 0, 3, 5002));
+	cache_put(c, "ns", "/old", &a, NULL);
+	CHECK_INT(cache_get_data(c, "ns", "/old", &fd, &off, &len), 0);
+	close(fd);
+	cache_put(c, "ns", "/new", &a, NULL);
+	CHECK(cache_set_data(c, "ns", "/new", b, 0, 3, 5001));
+	cache_put(c, "ns", "/new", &a, NULL); /* the same second: unsure */
+	CHECK_INT(cache_get_data(c, "ns", "/new", &fd, &off, &len), -1);
+	cache_blob_put(b);
+	fclose(f);
+	cache_free(c);
+}
+
+/* /t: files x (100 bytes) and y, and directory s holding z (600 bytes);
+ * everything confirmed at 17.5 but x, confirmed at 50. */
+static void put_tree(struct cache *c)
+{
+	struct cache_attr a;
+
+	put_dir(c, "ns", "/t", 1000);
+	put_dir(c, "ns", "/t/s", 1000);
+	a = attr_of(S_IFREG | 0644, 1000, 100, CACHE_OWNER);
+	a.validated = 50;
+	cache_put(c, "ns", "/t/x", &a, NULL);
+	put_file(c, "ns", "/t/y", 0);
+	put_file(c, "ns", "/t/s/z", 600);
+	CHECK_INT(cache_set_listing(c, "ns", "/t", "s\0x\0y", 3, 6, 2000), 0);
+	CHECK_INT(cache_set_listing(c, "ns", "/t/s", "z", 1, 2, 2000), 0);
+}
+
+static void test_subtree(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_subtree t;
+
+	put_tree(c);
+	CHECK_INT(cache_subtree(c, "ns", "/t", 100, 1 << 20, 20, &t), 0);
+	CHECK_INT((long)t.entries, 4);
+	CHECK_INT((long)t.stale, 3);
+	CHECK_INT((long)t.stale_children, 2);
+	/* four headers, 512 of x's data, 1024 of z's */
+	CHECK_INT((long)t.bytes, 4 * 1024 + 512 + 1024);
+	CHECK_INT(cache_subtree(c, "ns", "/t", 3, 1 << 20, 20, &t), -E2BIG);
+	CHECK_INT(cache_subtree(c, "ns", "/t", 100, 4096, 20, &t), -E2BIG);
+	CHECK_INT(cache_subtree(c, "ns", "/t/s", 100, 1 << 20, 20, &t), 0);
+	CHECK_INT((long)t.entries, 1);
+	/* a directory below without its listing: unknown */
+	put_dir(c, "ns", "/t/s", 1001);
+	CHECK_INT(cache_subtree(c, "ns", "/t", 100, 1 << 20, 20, &t), -ENOENT);
+	CHECK_INT(cache_subtree(c, "other", "/t", 100, 1 << 20, 20, &t),
+		  -ENOENT);
+	cache_free(c);
+}
+
+static void test_subtree_root(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_subtree t;
+
+	put_dir(c, "ns", "/", 1000);
+	put_file(c, "ns", "/f", 1);
+	put_dir(c, "ns", "/d", 1000);
+	CHECK_INT(cache_set_listing(c, "ns", "/", "d\0f", 2, 4, 2000), 0);
+	CHECK_INT(cache_set_listing(c, "ns", "/d", "", 0, 0, 2000), 0);
+	CHECK_INT(cache_subtree(c, "ns", "/", 100, 1 << 20, 20, &t), 0);
+	CHECK_INT((long)t.entries, 2);
+	CHECK_INT((long)t.stale_children, 2);
+	cache_free(c);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -806,5 +892,8 @@ int main(void)
 	test_bounded();
 	test_first_put_not_full();
 	test_threads();
+	test_data_same_second_from_a_tar();
+	test_subtree();
+	test_subtree_root();
 	return check_report();
 }
