@@ -561,3 +561,16 @@ def test_one_entry_stat_past_the_ttl_is_a_head(mount, container):
         assert os.stat(m.p(c, "/one/f5")).st_size == 2
         log = engine_log(m)[before:]
         assert "listed again" not in log and "engine: HEAD" in log, log[-2000:]
+
+
+def test_no_relisting_with_attr_timeout_zero(mount, container):
+    """attr_timeout=0 asks the engine at every getattr (HEAD): a walk is
+    never answered by listing its directory again, which would cost a GET
+    per step."""
+    c = container()
+    c.sh('mkdir /z0; i=0; while [ $i -lt 200 ]; do echo $i > /z0/f$i; i=$((i+1)); done; '
+         'touch -d "2020-01-01 00:00" /z0')
+    m = mount("-d", "-o", "attr_timeout=0")
+    for _ in range(2):
+        assert all(os.lstat(m.p(c, f"/z0/{n}")).st_size > 0 for n in os.listdir(m.p(c, "/z0")))
+    assert "listed again" not in engine_log(m)
