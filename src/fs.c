@@ -207,8 +207,7 @@ static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
 	struct wfile *w;
 
 	if (S_ISDIR(e->st.st_mode) ||
-	    snprintf(path, sizeof(path), "%s/%s", strcmp(dir, "/") ? dir : "",
-		     e->name) >= (int)sizeof(path))
+	    pathmap_child(dir, e->name, path, sizeof(path)) < 0)
 		return false;
 	w = writer_find(fs->writer, c->id, path);
 	if (w) {

@@ -341,9 +341,7 @@ static size_t claim_window(struct meta *m, const struct hint *h)
 		char *path = m->claim[n];
 		struct cache_attr a;
 
-		if (snprintf(path, PATH_MAX, "%s/%s",
-			     strcmp(h->dir, "/") == 0 ? "" : h->dir,
-			     l.ents[i].name) >= PATH_MAX ||
+		if (pathmap_child(h->dir, l.ents[i].name, path, PATH_MAX) < 0 ||
 		    cache_get(m->c, h->c.id, path, &a, NULL, 0) < 0 ||
 		    !worth_ahead(m, a.validated))
 			continue;

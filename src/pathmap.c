@@ -2,6 +2,7 @@
 #include "pathmap.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,14 @@ int pathmap_parent(const char *path, char *out, size_t outlen)
 	memcpy(out, slash ? path : "/", n);
 	out[n] = '\0';
 	return 0;
+}
+
+int pathmap_child(const char *dir, const char *name, char *out, size_t outlen)
+{
+	int n =
+	    snprintf(out, outlen, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
 int pathmap_is_under(const char *path, const char *prefix)

@@ -33,6 +33,12 @@ int pathmap_link(const char *linkpath, const char *target, char *out,
 int pathmap_parent(const char *path, char *out, size_t outlen);
 
 /*
+ * Copies the path of entry name of directory dir into out ("/a" + "b" ->
+ * "/a/b", "/" + "b" -> "/b"). 0, or -ENAMETOOLONG when out is too small.
+ */
+int pathmap_child(const char *dir, const char *name, char *out, size_t outlen);
+
+/*
  * Returns 1 when path equals prefix or lies below it ("/a/b" is below
  * "/a", "/ab" is not), else 0.
  */

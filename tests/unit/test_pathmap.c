@@ -335,6 +335,20 @@ static void test_parent(void)
 		  -ENAMETOOLONG);
 }
 
+static void test_child(void)
+{
+	char out[8];
+
+	CHECK_INT(pathmap_child("/a", "b", out, sizeof(out)), 0);
+	CHECK_STR(out, "/a/b");
+	CHECK_INT(pathmap_child("/", "b", out, sizeof(out)), 0);
+	CHECK_STR(out, "/b");
+	CHECK_INT(pathmap_child("/abc", "def", out, sizeof(out)),
+		  -ENAMETOOLONG);
+	CHECK_INT(pathmap_child("/abc", "de", out, sizeof(out)), 0);
+	CHECK_STR(out, "/abc/de");
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -356,5 +370,6 @@ int main(void)
 	test_link_property();
 	test_is_under();
 	test_parent();
+	test_child();
 	return check_report();
 }
