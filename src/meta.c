@@ -46,6 +46,24 @@ struct hint {
 	char name[NAME_MAX + 1];
 };
 
+/* A directory of a container. */
+struct dirref {
+	char ns[sizeof(((struct ctr *)0)->id)];
+	char dir[PATH_MAX];
+};
+
+static void dirref_set(struct dirref *r, const struct ctr *c, const char *dir)
+{
+	snprintf(r->ns, sizeof(r->ns), "%s", c->id);
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+}
+
+static bool dirref_is(const struct dirref *r, const struct ctr *c,
+		      const char *dir)
+{
+	return strcmp(r->ns, c->id) == 0 && strcmp(r->dir, dir) == 0;
+}
+
 struct meta {
 	struct engine *e;
 	struct cache *c;
@@ -64,19 +82,13 @@ struct meta {
 	char (*claim)[PATH_MAX];
 	char claim_ns[sizeof(((struct ctr *)0)->id)];
 	size_t nclaim, ndone;
-	/* the directory being listed again for a walk (relist_parent), and
-	 * the last one found not worth it, when */
+	/* relist_parent(): the directory being listed again for a walk,
+	 * the last one found not worth it (when), and the directory of the
+	 * last stale entry (which, when) */
 	bool relisting;
-	char relist_ns[sizeof(((struct ctr *)0)->id)];
-	char relist_dir[PATH_MAX];
-	char relist_no_ns[sizeof(((struct ctr *)0)->id)];
-	char relist_no_dir[PATH_MAX];
-	double relist_no_at;
-	/* the last entry found stale, of which directory, when */
-	char seen_ns[sizeof(((struct ctr *)0)->id)];
-	char seen_dir[PATH_MAX];
+	struct dirref relist, relist_no, seen;
+	double relist_no_at, seen_at;
 	char seen_name[NAME_MAX + 1];
-	double seen_at;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -514,8 +526,7 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 {
 	pthread_mutex_lock(&m->lock);
 	m->relist_no_at = now;
-	snprintf(m->relist_no_ns, sizeof(m->relist_no_ns), "%s", c->id);
-	snprintf(m->relist_no_dir, sizeof(m->relist_no_dir), "%s", dir);
+	dirref_set(&m->relist_no, c, dir);
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -571,28 +582,24 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	    strcmp(parent, path) == 0)
 		return false;
 	pthread_mutex_lock(&m->lock);
-	if (m->relisting && strcmp(m->relist_ns, c->id) == 0 &&
-	    strcmp(m->relist_dir, parent) == 0) {
-		while (m->relisting && strcmp(m->relist_ns, c->id) == 0 &&
-		       strcmp(m->relist_dir, parent) == 0)
+	if (m->relisting && dirref_is(&m->relist, c, parent)) {
+		while (m->relisting && dirref_is(&m->relist, c, parent))
 			pthread_cond_wait(&m->cond, &m->lock);
 		pthread_mutex_unlock(&m->lock);
 		return true;
 	}
 	if (m->relisting || (now - m->relist_no_at < m->ttl &&
-			     strcmp(m->relist_no_ns, c->id) == 0 &&
-			     strcmp(m->relist_no_dir, parent) == 0)) {
+			     dirref_is(&m->relist_no, c, parent))) {
 		pthread_mutex_unlock(&m->lock); /* another one, or not worth */
 		return false;
 	}
 	/* the first stale entry of a directory is remembered, a second one
 	 * (another name, within the TTL) is a walk */
-	walk = now - m->seen_at < m->ttl && strcmp(m->seen_ns, c->id) == 0 &&
-	       strcmp(m->seen_dir, parent) == 0 && strcmp(m->seen_name, name);
+	walk = now - m->seen_at < m->ttl && dirref_is(&m->seen, c, parent) &&
+	       strcmp(m->seen_name, name);
 	if (!walk) {
 		m->seen_at = now;
-		snprintf(m->seen_ns, sizeof(m->seen_ns), "%s", c->id);
-		snprintf(m->seen_dir, sizeof(m->seen_dir), "%s", parent);
+		dirref_set(&m->seen, c, parent);
 		snprintf(m->seen_name, sizeof(m->seen_name), "%s", name);
 	}
 	pthread_mutex_unlock(&m->lock);
@@ -604,8 +611,7 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 		return false;
 	}
 	m->relisting = true;
-	snprintf(m->relist_ns, sizeof(m->relist_ns), "%s", c->id);
-	snprintf(m->relist_dir, sizeof(m->relist_dir), "%s", parent);
+	dirref_set(&m->relist, c, parent);
 	pthread_mutex_unlock(&m->lock);
 	ret = load_tree(m, c, parent, PROBE_TREE, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
