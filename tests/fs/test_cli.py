@@ -144,3 +144,23 @@ def test_debug_option_logs_and_serves(mount, container):
     # Cached answers log nothing; once the cache expires a listing asks the engine.
     assert wait_for(lambda: m.listdir() and os.path.getsize(m.log) > before), \
         "ctrfs -d logged nothing for 5 s of listings"
+
+
+def test_daemon_takes_the_hard_descriptor_limit(mount):
+    """Every open file and every spool file of kept contents is a
+    descriptor: started with a low soft limit, the daemon raises it to the
+    hard one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low = min(256, hard)
+    if low == hard:
+        pytest.skip(f"the hard limit ({hard}) leaves nothing to raise")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+    try:
+        m = mount()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    with open(f"/proc/{m.pid}/limits") as f:
+        line = next(l for l in f if l.startswith("Max open files"))
+    assert line.split()[3:5] == [str(hard), str(hard)], line
