@@ -1120,10 +1120,9 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
 	if (!fs.cache || !fs.meta || !fs.ctrs)
 		goto out_teardown;
-	log_dbg("spool: %s; in memory: %s%s, up to %lld MiB in all",
+	log_dbg("spool: %s; in memory: %s, up to %lld MiB in all",
 		spool_dir(fs.spool),
 		*spool_mem_dir(fs.spool) ? spool_mem_dir(fs.spool) : "none",
-		spool_has_big(fs.spool) ? " (big files on huge pages)" : "",
 		cfg->mem_spool >> 20);
 	engine_set_preempt(e, reader_preempt);
 	reader_set_spool(fs.spool);

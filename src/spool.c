@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "spool.h"
-#include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
-#include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -22,7 +20,6 @@ struct spool {
 	char base[PATH_MAX];
 	char dir[PATH_MAX];
 	char mem[PATH_MAX]; /* the directory on a tmpfs, or "" */
-	int big;	    /* the root of a private huge-page tmpfs, or -1 */
 };
 
 /* A private directory ctrfs-spool.XXXXXX under base into buf. */
@@ -36,29 +33,6 @@ static int make_dir(const char *base, char *buf, size_t len)
 	return 0;
 }
 
-/*
- * A tmpfs of our own that takes huge pages for every file (huge=always),
- * mounted nowhere (fsmount() gives a detached mount: no directory shows
- * it, and it goes away with its last descriptor, however the daemon
- * ends). Needs CAP_SYS_ADMIN: -errno for a user, who gets /dev/shm only.
- */
-static int big_tmpfs(void)
-{
-	int fc = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1, err;
-
-	if (fc < 0)
-		return -errno;
-	if (fsconfig(fc, FSCONFIG_SET_STRING, "huge", "always", 0) == 0 &&
-	    fsconfig(fc, FSCONFIG_SET_STRING, "mode", "0700", 0) == 0 &&
-	    fsconfig(fc, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
-		mnt = fsmount(fc, FSMOUNT_CLOEXEC,
-			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				  MOUNT_ATTR_NOEXEC);
-	err = errno;
-	close(fc);
-	return mnt >= 0 ? mnt : -err;
-}
-
 int spool_new(const char *base, bool mem, struct spool **out)
 {
 	struct spool *s = calloc(1, sizeof(*s));
@@ -67,7 +41,6 @@ int spool_new(const char *base, bool mem, struct spool **out)
 
 	if (!s)
 		return -ENOMEM;
-	s->big = -1;
 	if (!base)
 		base = getenv("TMPDIR");
 	if (!base || !*base)
@@ -85,12 +58,6 @@ int spool_new(const char *base, bool mem, struct spool **out)
 	if (!mem || statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
 	    make_dir(MEM_BASE, s->mem, sizeof(s->mem)) < 0)
 		s->mem[0] = '\0'; /* files are written to disk only */
-	else if ((ret = big_tmpfs()) >= 0)
-		s->big = ret;
-	else
-		log_dbg("spool: no huge-page tmpfs of its own (%s): big files "
-			"stay in %s",
-			strerror(-ret), s->mem);
 	*out = s;
 	return 0;
 }
@@ -102,8 +69,6 @@ void spool_free(struct spool *s)
 	rmdir(s->dir);
 	if (s->mem[0])
 		rmdir(s->mem);
-	if (s->big >= 0)
-		close(s->big);
 	free(s);
 }
 
@@ -141,21 +106,6 @@ int spool_file_mem(struct spool *s)
 		return -ENOENT;
 	fd = open(s->mem, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	return fd >= 0 ? fd : -errno;
-}
-
-int spool_file_big(struct spool *s)
-{
-	int fd;
-
-	if (s->big < 0)
-		return -ENOENT;
-	fd = openat(s->big, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	return fd >= 0 ? fd : -errno;
-}
-
-bool spool_has_big(const struct spool *s)
-{
-	return s->big >= 0;
 }
 
 int spool_copy(int to, int from)

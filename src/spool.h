@@ -32,16 +32,6 @@ int spool_file(struct spool *s);
  */
 int spool_file_mem(struct spool *s);
 
-/*
- * The same on a tmpfs of the daemon's own with huge pages (made by
- * spool_new() with mem, when the daemon may mount one; else -ENOENT).
- * Writing a big file there costs a fraction of what 4 KiB pages do (one
- * page to allocate and clear per 2 MiB); a file takes at least a 2 MiB
- * page, so it is for big files only.
- */
-int spool_file_big(struct spool *s);
-bool spool_has_big(const struct spool *s);
-
 /* Copies all of from (its size from fstat) to the start of to: 0 or
  * -errno. */
 int spool_copy(int to, int from);

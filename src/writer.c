@@ -22,10 +22,6 @@
 #include <unistd.h>
 
 #define HDR_MAX (3 * 4096)
-/* A memory-spooled file that grows past this moves to huge pages
- * (spool_file_big()): a smaller one would waste most of its 2 MiB page,
- * and copying what it holds at the move costs a few ms. */
-#define BIG_AT (8 << 20)
 
 struct wfile {
 	struct writer *w;
@@ -51,7 +47,6 @@ struct wfile {
 	atomic_bool ready;   /* the spool holds the content it started with */
 	bool in_mem;	     /* fd is in the memory spool */
 	bool stay_in_mem;    /* moving it to disk failed: it stays */
-	bool big_tried;	     /* it passed BIG_AT (and moved if it could) */
 	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
 	struct wfile *next;
 };
@@ -341,13 +336,13 @@ static bool reserve_locked(struct wfile *f, off_t end)
 	return true;
 }
 
-/* f->lock held: moves f's data to the new spool file fd (or -errno),
- * which takes over f's fd number (dup3), so a read that does not take the
- * lock reads the same bytes before and after. Its size, or -errno. */
-static off_t move_locked(struct wfile *f, int fd)
+/* f->lock held, f in memory: moves its data to a disk spool file, which
+ * takes over f's fd number (dup3), so a read that does not take the lock
+ * reads the same bytes before and after. 0 or -errno. */
+static int spill_locked(struct wfile *f)
 {
 	struct stat st;
-	int ret;
+	int fd = spool_file(f->w->spool), ret;
 
 	if (fd < 0)
 		return fd;
@@ -357,49 +352,20 @@ static off_t move_locked(struct wfile *f, int fd)
 	if (ret == 0 && dup3(fd, f->fd, O_CLOEXEC) < 0)
 		ret = -errno;
 	close(fd);
-	return ret < 0 ? ret : st.st_size;
-}
-
-/* f->lock held, f in memory: moves its data to a disk spool file. 0 or
- * -errno. */
-static int spill_locked(struct wfile *f)
-{
-	off_t ret = move_locked(f, spool_file(f->w->spool));
-
 	if (ret < 0) {
 		log_err("cannot move '%s' in container '%s' to the disk "
 			"spool: %s; it stays in memory",
 			f->path, f->ctr.name, strerror(-ret));
 		f->stay_in_mem = true;
-		return (int)ret;
+		return ret;
 	}
 	atomic_fetch_sub(&f->w->mem_used, f->mem_bytes);
 	f->mem_bytes = 0;
 	f->in_mem = false;
 	log_dbg("spool: '%s' in container '%s' goes on on disk after %lld "
 		"bytes in memory",
-		f->path, f->ctr.name, (long long)ret);
+		f->path, f->ctr.name, (long long)st.st_size);
 	return 0;
-}
-
-/* f->lock held, f in memory and about to pass BIG_AT: moves it to the
- * huge-page tmpfs, if there is one. Tried once; failing, it stays. */
-static void grow_big_locked(struct wfile *f)
-{
-	off_t ret;
-
-	f->big_tried = true;
-	if (!spool_has_big(f->w->spool))
-		return;
-	ret = move_locked(f, spool_file_big(f->w->spool));
-	if (ret < 0)
-		log_dbg("spool: '%s' in container '%s' stays on 4 KiB pages: "
-			"%s",
-			f->path, f->ctr.name, strerror((int)-ret));
-	else
-		log_dbg("spool: '%s' in container '%s' goes on on huge pages "
-			"after %lld bytes",
-			f->path, f->ctr.name, (long long)ret);
 }
 
 ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
@@ -410,8 +376,6 @@ ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 	if (f->in_mem && !f->stay_in_mem &&
 	    !reserve_locked(f, off + (off_t)size))
 		spill_locked(f); /* failing, it goes on in memory */
-	if (f->in_mem && !f->big_tried && off + (off_t)size > BIG_AT)
-		grow_big_locked(f);
 	n = pwrite(f->fd, buf, size, off);
 	if (n < 0 && errno == ENOSPC && f->in_mem && !f->stay_in_mem &&
 	    spill_locked(f) == 0)

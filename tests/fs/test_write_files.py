@@ -74,43 +74,6 @@ def test_file_past_the_memory_spool_moves_to_disk(mount, container, tmp_path):
     assert "'/spill/small' in container" in log
 
 
-def shmem_huge_kib():
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("ShmemHugePages:"):
-                return int(line.split()[1])
-    return 0
-
-
-def test_big_file_moves_to_huge_pages(mount, container):
-    """A memory-spooled file that passes 8 MiB moves to the daemon's own
-    huge-page tmpfs, and later past the memory cap to disk; one of exactly
-    8 MiB stays where it is. The moves keep every byte, read back while
-    the file is open and through docker cp after."""
-    c = container()
-    c.exec("mkdir", "/huge")
-    m = mount("-d", "-o", "mem_spool=16")
-    assert "(big files on huge pages)" in open(m.log, errors="replace").read()
-    edge = os.urandom(8 * MIB)
-    write_file(m.p(c, "/huge/edge"), edge)
-    big = os.urandom(24 * MIB + 3)
-    before = shmem_huge_kib()
-    with open(m.p(c, "/huge/big"), "wb", buffering=0) as f:
-        f.write(big[:12 * MIB])
-        # the daemon's tmpfs holds it on 2 MiB pages now
-        held = shmem_huge_kib() - before
-        assert call_with_timeout(read_file, m.p(c, "/huge/big")) == big[:12 * MIB]
-        f.write(big[12 * MIB:])  # past the 16 MiB cap: to disk
-        assert call_with_timeout(read_file, m.p(c, "/huge/big")) == big
-    assert held >= 2048, f"ShmemHugePages grew by {held} KiB"
-    log = open(m.log, errors="replace").read()
-    assert "'/huge/big' in container" in log
-    assert "goes on on huge pages after" in log and "goes on on disk after" in log
-    assert "'/huge/edge' in container" not in log
-    assert c.cp_sha256("/huge/big") == hashlib.sha256(big).hexdigest()
-    assert c.cp_sha256("/huge/edge") == hashlib.sha256(edge).hexdigest()
-
-
 def test_large_file_cp(mount, container, big_file):
     path, digest = big_file
     c = container()
