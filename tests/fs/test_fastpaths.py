@@ -2,9 +2,11 @@
 """Fast paths, checked by what reaches the engine (the -d log counts every
 call): file contents riding along with a listing, and opt-in write-back."""
 
+import ctypes
 import hashlib
 import os
 import re
+import struct
 import time
 
 from conftest import call_with_timeout, host_tree, read_file, run_tool, sha256_file, tar_tree, tree_diff, wait_for
@@ -574,3 +576,72 @@ def test_no_relisting_with_attr_timeout_zero(mount, container):
     for _ in range(2):
         assert all(os.lstat(m.p(c, f"/z0/{n}")).st_size > 0 for n in os.listdir(m.p(c, "/z0")))
     assert "listed again" not in engine_log(m)
+
+
+def test_first_look_reads_2048_entries_whole(mount, container):
+    """The first look at a directory (its owner unknown) reads up to 2,048
+    entries of its subtree, the directory's own included, and keeps them;
+    one entry more and it stops at the cap. A 9 MiB file first in / stops
+    the first look at / before it reaches either directory."""
+    c = container()
+    c.sh("head -c 9437184 /dev/zero > /0-first-look-stops-here; mkdir /e2047 /e2048; "
+         "i=0; while [ $i -lt 2047 ]; do echo $i > /e2047/f$i; : > /e2048/f$i; i=$((i+1)); done; "
+         ": > /e2048/g")
+    m = mount("-d")
+    for d, n in (("/e2047", 2048), ("/e2048", 2049)):
+        before = len(engine_log(m))
+        assert os.path.isdir(m.p(c, d))
+        log = engine_log(m)[before:]
+        lines = [ln for ln in log.splitlines() if f"listed '{d}' in" in ln]
+        assert len(lines) == 1, log[-2000:]
+        if n <= 2048:
+            assert f": {n} entries in" in lines[0] and "(stopped at the cap)" not in lines[0]
+        else:
+            assert ": 2049 entries in" in lines[0] and "(stopped at the cap)" in lines[0]
+    # the whole one feeds a read without a GET of its own
+    before = len(engine_log(m))
+    assert call_with_timeout(read_file, m.p(c, "/e2047/f5")) == b"5\n"
+    assert "engine: GET" not in engine_log(m)[before:]
+
+
+def test_a_container_made_anew_between_listing_pages(mount, container):
+    """A container removed and made again under the same name while one of
+    its directories is open: the pages read after that come from the new
+    container's listing, not from the open directory's copy of the old
+    one."""
+    old = container()
+    old.sh('mkdir /pg; i=10000; while [ $i -lt 11000 ]; do : > /pg/a$i; i=$((i+1)); done')
+    m = mount()
+    fd = os.open(m.p(old, "/pg"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        first = getdents(fd)  # a small buffer: the kernel asks one page
+        old.engine.docker("rm", "-f", old.id)
+        new = container(name=old.name)
+        new.sh('mkdir /pg; i=10000; while [ $i -lt 11000 ]; do : > /pg/b$i; i=$((i+1)); done')
+        assert wait_for(lambda: os.path.exists(m.p(new, "/pg/b10000")), timeout=20)
+        rest = []
+        while True:
+            names = getdents(fd)
+            if not names:
+                break
+            rest += names
+    finally:
+        os.close(fd)
+    first = [n for n in first if n not in (".", "..")]
+    assert first and all(n.startswith("a") for n in first), first
+    assert rest and all(n.startswith("b") for n in rest), rest[:5]
+
+
+def getdents(fd, size=4096):
+    """One getdents64 call on fd with a buffer of size bytes: the names."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(217, fd, buf, size)  # SYS_getdents64 on x86-64
+    if n < 0:
+        raise OSError(ctypes.get_errno(), "getdents64")
+    names, off = [], 0
+    while off < n:
+        reclen = struct.unpack_from("H", buf.raw, off + 16)[0]
+        names.append(buf.raw[off + 19:off + reclen].split(b"\0", 1)[0].decode())
+        off += reclen
+    return names
