@@ -319,8 +319,15 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	a.st.st_nlink = 1;
 	fill_defaults(&a.st);
 	a.validated = now_mono();
+	/* a file's content held here is as good as this answer says only
+	 * when the nanoseconds say it too; else merge() decides (a tar's
+	 * whole second, and the same size, also fit content changed within
+	 * that second) */
 	if (have_old && same_head(&old->st, &a.st) &&
-	    (old->flags & CACHE_OWNER)) {
+	    (old->flags & CACHE_OWNER) &&
+	    (!S_ISREG(a.st.st_mode) ||
+	     (old->st.st_mtim.tv_nsec == a.st.st_mtim.tv_nsec &&
+	      a.st.st_mtim.tv_nsec != 0))) {
 		cache_touch(m->c, c->id, path, a.validated);
 		goto out;
 	}

@@ -300,3 +300,24 @@ def test_two_files_of_one_container_read_alternately(mount, container):
 
     chunks, same = call_with_timeout(alternate, timeout=120, what="alternate reads")
     assert same and chunks == 153
+
+
+def test_whole_second_not_before_the_pages_is_read_anew(mount, container):
+    """A tar header gives whole seconds: content changed in the second the
+    kernel's pages were read in, to the same size, keeps its mtime. So an
+    mtime second that is not before the pages' (here one in the future,
+    as a skewed clock gives) does not vouch for them, and a change of the
+    same size under the same mtime is read anew. Nor does it vouch for
+    the copy of the content ctrfs holds from its listing, when a HEAD
+    past the TTL gives the same second with no nanoseconds."""
+    c = container()
+    old, new = b"a" * 4096, b"b" * 4096
+    c.write("/ss", old)
+    stamp = int(c.sh("date +%s").decode().strip()) + 100
+    c.exec("touch", "-d", f"@{stamp}", "/ss")
+    m = mount("-d")
+    assert call_with_timeout(read_file, m.p(c, "/ss")) == old
+    c.write("/ss", new)
+    c.exec("touch", "-d", f"@{stamp}", "/ss")
+    time.sleep(1.3)
+    assert call_with_timeout(read_file, m.p(c, "/ss")) == new
