@@ -28,11 +28,7 @@ struct node {
 	struct cache_blob *data;  /* where the content is, or NULL */
 	off_t dataoff;
 	off_t datalen;
-	long data_snapshot;	    /* wall-clock second its GET began */
-	struct timespec pages_mtim; /* the version the last open saw */
-	off_t pages_size;
-	long pages_from; /* wall-clock second the kernel's pages are from */
-	bool pages;
+	long data_snapshot; /* wall-clock second its GET began */
 };
 
 struct cache {
@@ -343,40 +339,6 @@ out:
 	full = c->count >= c->max - c->max / 8;
 	pthread_mutex_unlock(&c->lock);
 	return full;
-}
-
-bool cache_same_pages(struct cache *c, const char *ns, const char *path,
-		      const struct stat *st, long now, bool alone)
-{
-	const struct timespec *m = &st->st_mtim;
-	struct node *n;
-	bool same = false;
-
-	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
-	if (n) {
-		/* as in merge(): equal nanoseconds say the same version only
-		 * when there are some; a whole second (a tar header's) only
-		 * when it lies before the second the pages were read from */
-		same = n->pages && n->pages_size == st->st_size &&
-		       n->pages_mtim.tv_sec == m->tv_sec &&
-		       n->pages_mtim.tv_nsec == m->tv_nsec &&
-		       (m->tv_nsec != 0 || m->tv_sec + 1 < n->pages_from);
-		if (!same) {
-			/* the kernel drops its pages; what it reads next
-			 * comes from a GET from now, or from the data held
-			 * here, as old as its own GET, or from a handle
-			 * opened before: then no version is known */
-			n->pages = alone;
-			n->pages_size = st->st_size;
-			n->pages_mtim = *m;
-			n->pages_from = n->data && n->data_snapshot < now
-					    ? n->data_snapshot
-					    : now;
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
-	return same;
 }
 
 void cache_touch(struct cache *c, const char *ns, const char *path, double now)
@@ -809,9 +771,6 @@ bool cache_set_data(struct cache *c, const char *ns, const char *path,
 		n->datalen = len;
 		n->data_snapshot = snapshot;
 		c->data_bytes += len;
-		if (n->pages && snapshot < n->pages_from)
-			n->pages_from =
-			    snapshot; /* a GET older than the open */
 		ok = true;
 	}
 	pthread_mutex_unlock(&c->lock);

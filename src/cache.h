@@ -64,21 +64,6 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 
 /* Marks an entry confirmed unchanged at time now; a directory's listing
  * is confirmed too when the rules of cache_put() keep it, else dropped. */
-/*
- * Whether the kernel may keep the pages of path's content it cached since
- * an earlier open: true when the open that last made it drop them saw the
- * same size and mtime as st, with nanoseconds, or a whole second (a tar
- * header's) that lay before the second the content read since was from.
- * Else records st and that second (now, the engine's wall clock, or the
- * start of the GET of the content held here, if older; cache_set_data()
- * lowers it to an older GET's), and the caller has the kernel drop its
- * pages. With !alone (another handle of the file is open, which may bring
- * pages of an older version) it records nothing: the next open drops them
- * again. False when path is not cached.
- */
-bool cache_same_pages(struct cache *c, const char *ns, const char *path,
-		      const struct stat *st, long now, bool alone);
-
 void cache_touch(struct cache *c, const char *ns, const char *path, double now);
 
 /* Forgets a path and the listing of its parent directory. */

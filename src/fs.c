@@ -319,10 +319,8 @@ static int ctrfs_releasedir(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-/* Opens for reading. *keep: the kernel may keep what it cached of the
- * file, which has not changed since the last open (docs/design.md). */
 static int open_read(struct fs *fs, struct ctr *c, const char *inner,
-		     struct handle *h, bool *keep)
+		     struct handle *h)
 {
 	struct stat st;
 	int ret;
@@ -337,10 +335,6 @@ static int open_read(struct fs *fs, struct ctr *c, const char *inner,
 		ret = -EOPNOTSUPP; /* devices, fifos: no content to stream */
 	if (ret == 0)
 		ret = reader_new(fs->e, fs->meta, c, inner, &h->r);
-	if (ret == 0)
-		*keep =
-		    cache_same_pages(fs->cache, c->id, inner, &st,
-				     engine_now(fs->e), !reader_shared(h->r));
 	return ret;
 }
 
@@ -392,7 +386,6 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	struct handle *h;
 	const char *inner;
 	struct ctr *c;
-	bool keep = false;
 	int ret;
 
 	ret = resolve(fs, path, &c, &inner);
@@ -409,7 +402,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	if (h->writes)
 		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
 	else
-		ret = open_read(fs, c, inner, h, &keep);
+		ret = open_read(fs, c, inner, h);
 	ctr_put(fs->ctrs, c);
 	if (ret < 0) {
 		free(h);
@@ -426,10 +419,6 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	 * (one round trip per file of a cp -r) */
 	if (!h->writes)
 		fi->noflush = 1;
-	/* unchanged since the kernel last opened it: a second cat, grep or
-	 * cp of a file is served from the kernel's page cache, without a
-	 * read (or a GET of a big file) here */
-	fi->keep_cache = keep;
 	fi->fh = (uint64_t)(uintptr_t)h;
 	return 0;
 }

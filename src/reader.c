@@ -427,18 +427,6 @@ void reader_reap(double idle)
 	}
 }
 
-bool reader_shared(const struct reader *self)
-{
-	bool shared = false;
-
-	pthread_mutex_lock(&registry_lock);
-	for (struct reader *r = registry; r && !shared; r = r->next)
-		shared = r != self && strcmp(r->ctr.id, self->ctr.id) == 0 &&
-			 strcmp(r->path, self->path) == 0;
-	pthread_mutex_unlock(&registry_lock);
-	return shared;
-}
-
 bool reader_ctr_busy(const char *ctr_id)
 {
 	bool busy = false;

@@ -42,9 +42,6 @@ void reader_free(struct reader *r);
 int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd);
 
-/* True when another reader of the same file (container and path) is open. */
-bool reader_shared(const struct reader *self);
-
 /* True while a reader of the container has a transfer open: the engine
  * then makes every other archive call on that container wait. */
 bool reader_ctr_busy(const char *ctr_id);

@@ -302,33 +302,6 @@ def test_two_files_of_one_container_read_alternately(mount, container):
     assert same and chunks == 153
 
 
-def fuse_reads(m):
-    """READ requests the daemon has logged (-d) so far."""
-    with open(m.log, errors="replace") as f:
-        return sum(1 for line in f if line.startswith("read["))
-
-
-def test_second_read_comes_from_the_page_cache(mount, container):
-    """A file unchanged since the kernel last opened it keeps the pages the
-    kernel cached (keep_cache): reading it again sends no READ here. A
-    change in the container (past the TTL) drops them: the next open
-    reads the new bytes."""
-    c = container()
-    data = os.urandom(3 * MIB + 5)
-    c.write("/kc", data)
-    c.exec("touch", "-d", "2020-01-01 00:00", "/kc")
-    m = mount("-d")
-    assert call_with_timeout(read_file, m.p(c, "/kc")) == data
-    n = fuse_reads(m)
-    assert n > 0
-    assert call_with_timeout(read_file, m.p(c, "/kc")) == data
-    assert fuse_reads(m) == n, "the second read went past the page cache"
-    new = os.urandom(len(data))
-    c.write("/kc", new)
-    time.sleep(1.3)  # past the TTL: the open asks the engine
-    assert call_with_timeout(read_file, m.p(c, "/kc")) == new
-
-
 def test_whole_second_not_before_the_pages_is_read_anew(mount, container):
     """A tar header gives whole seconds: content changed in the second the
     kernel's pages were read in, to the same size, keeps its mtime. So an
@@ -348,30 +321,3 @@ def test_whole_second_not_before_the_pages_is_read_anew(mount, container):
     c.exec("touch", "-d", f"@{stamp}", "/ss")
     time.sleep(1.3)
     assert call_with_timeout(read_file, m.p(c, "/ss")) == new
-
-
-def test_pages_of_a_handle_opened_before_a_change_are_not_kept(mount, container):
-    """A handle opened before the file changed in the container reads the
-    old content from its own transfer, and those pages go into the
-    kernel's cache too. So an open that finds the file changed while
-    another handle is open records no version, and the next open drops
-    the pages again."""
-    c = container()
-    x, y = b"x" * (8 * MIB), b"y" * (8 * MIB)
-    c.write("/hf", x)
-    c.exec("touch", "-d", "2020-01-01 00:00", "/hf")
-    m = mount()
-    path = m.p(c, "/hf")
-    with open(path, "rb", buffering=0) as a:
-        assert a.read(4096) == x[:4096]
-        c.write("/hf.new", y)
-        c.exec("touch", "-d", "2021-01-01 00:00", "/hf.new")
-        c.exec("mv", "/hf.new", "/hf")  # a's transfer keeps the old inode
-        time.sleep(1.3)
-        with open(path, "rb", buffering=0) as b:
-            assert b.read(4096) == y[:4096]
-        a.seek(4 * MIB)
-        assert a.read(4096) == x[:4096], "the handle opened first read the new content"
-    with open(path, "rb", buffering=0) as cf:
-        cf.seek(4 * MIB)
-        assert cf.read(4096) == y[:4096]

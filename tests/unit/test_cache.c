@@ -793,56 +793,6 @@ static void test_data_same_second_from_a_tar(void)
 	cache_free(c);
 }
 
-/* The version the kernel's pages are from (cache_same_pages()). */
-static void test_same_pages(void)
-{
-	struct cache *c = cache_new(100);
-	FILE *f = tmpfile();
-	struct cache_blob *b = cache_blob_new(dup(fileno(f)));
-	struct cache_attr a = attr_of(S_IFREG | 0644, 5000, 3, CACHE_OWNER);
-	struct stat st = a.st;
-
-	cache_set_data_budget(c, 1 << 20);
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6000, true)); /* none */
-	cache_put(c, "ns", "/f", &a, NULL);
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6000, true)); /* first */
-	CHECK(cache_same_pages(c, "ns", "/f", &st, 6001, true));
-	st.st_mtim.tv_nsec = 251; /* a change moves the nanoseconds */
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6002, true));
-	CHECK(cache_same_pages(c, "ns", "/f", &st, 6003, true));
-	st.st_size = 4;
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6004, true));
-	/* another handle open when it changed: nothing recorded */
-	st.st_size = 3;
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6005, false));
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6006, true));
-	CHECK(cache_same_pages(c, "ns", "/f", &st, 6007, false));
-
-	/* whole seconds: only before the second the pages are from */
-	st.st_mtim.tv_nsec = 0;
-	st.st_mtim.tv_sec = 6009;
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6010, true));
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6020, true)); /* 6009+1 */
-	CHECK(cache_same_pages(c, "ns", "/f", &st, 6021, true));  /* < 6020 */
-	/* content held here from an older GET: the pages are as old */
-	st.st_mtim.tv_sec = 6030;
-	a.st = st;
-	cache_put(c, "ns", "/f", &a, NULL);
-	CHECK(cache_set_data(c, "ns", "/f", b, 0, 3, 6031));
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6040, true));
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6041, true)); /* 6031 */
-	/* a GET older than the open that ends after it lowers it too */
-	st.st_mtim.tv_sec = 6050;
-	a.st = st;
-	cache_put(c, "ns", "/f", &a, NULL);
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6060, true));
-	CHECK(cache_set_data(c, "ns", "/f", b, 0, 3, 6051));
-	CHECK(!cache_same_pages(c, "ns", "/f", &st, 6061, true));
-	cache_blob_put(b);
-	fclose(f);
-	cache_free(c);
-}
-
 /* /t: files x (100 bytes) and y, and directory s holding z (600 bytes);
  * everything confirmed at 17.5 but x, confirmed at 50. */
 static void put_tree(struct cache *c)
@@ -945,6 +895,5 @@ int main(void)
 	test_data_same_second_from_a_tar();
 	test_subtree();
 	test_subtree_root();
-	test_same_pages();
 	return check_report();
 }
