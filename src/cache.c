@@ -239,6 +239,25 @@ static bool listing_holds(const struct node *n, long mtime, bool same_mtime)
 }
 
 /* Applies the merge rules of cache_put() to an existing node. */
+/*
+ * Whether n's content (data) is the content of a file that now has the
+ * attributes st. Tar mtimes are whole seconds: an equal second is trusted
+ * only when it lies before the second the content was read in (equal
+ * nanoseconds say more only when there are some: a tar header has none).
+ */
+static bool data_holds(const struct node *n, const struct stat *st)
+{
+	const struct stat *old = &n->attr.st;
+
+	return (old->st_mode & S_IFMT) == (st->st_mode & S_IFMT) &&
+	       old->st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	       old->st_size == st->st_size &&
+	       ((old->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
+		 st->st_mtim.tv_nsec != 0) ||
+		(old->st_mtim.tv_nsec == 0 &&
+		 st->st_mtim.tv_sec + 1 < n->data_snapshot));
+}
+
 static void merge(struct cache *c, struct node *n,
 		  const struct cache_attr *attr, const char *link)
 {
@@ -249,18 +268,10 @@ static void merge(struct cache *c, struct node *n,
 	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
 	bool holds;
 
+	if (n->data && !data_holds(n, &attr->st))
+		drop_data(c, n);
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
-	/* tar mtimes are whole seconds: trust an equal second only when it
-	 * lies before the second the content was read in (equal nanoseconds
-	 * say more only when there are some: a tar header has none) */
-	if (n->data &&
-	    !(same_type && same_mtime && old.st.st_size == attr->st.st_size &&
-	      ((old.st.st_mtim.tv_nsec == attr->st.st_mtim.tv_nsec &&
-		attr->st.st_mtim.tv_nsec != 0) ||
-	       (old.st.st_mtim.tv_nsec == 0 &&
-		attr->st.st_mtim.tv_sec + 1 < n->data_snapshot))))
-		drop_data(c, n);
 	if (!(attr->flags & CACHE_OWNER) && (old.flags & CACHE_OWNER) &&
 	    same_type) {
 		n->attr.st.st_uid = old.st.st_uid;
@@ -341,20 +352,38 @@ out:
 	return full;
 }
 
-void cache_touch(struct cache *c, const char *ns, const char *path, double now)
+static void touch_locked(struct node *n, double now)
+{
+	n->attr.validated = now;
+	if (n->names && !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+		drop_listing(n); /* cannot be confirmed: list again */
+	else if (n->names && now > n->listed_at)
+		n->listed_at = now; /* confirmed whole */
+}
+
+void cache_confirm(struct cache *c, const char *ns, const char *path,
+		   const struct stat *st, double now)
 {
 	struct node *n;
 
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
 	if (n) {
-		n->attr.validated = now;
-		if (n->names &&
-		    !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
-			drop_listing(n); /* cannot be confirmed: list again */
-		else if (n->names && now > n->listed_at)
-			n->listed_at = now; /* confirmed whole */
+		if (n->data && !data_holds(n, st))
+			drop_data(c, n);
+		touch_locked(n, now);
 	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void cache_touch(struct cache *c, const char *ns, const char *path, double now)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&c->lock);
+	n = lookup(c, ns, path);
+	if (n)
+		touch_locked(n, now);
 	pthread_mutex_unlock(&c->lock);
 }
 

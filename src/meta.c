@@ -319,16 +319,14 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	a.st.st_nlink = 1;
 	fill_defaults(&a.st);
 	a.validated = now_mono();
-	/* a file's content held here is as good as this answer says only
-	 * when the nanoseconds say it too; else merge() decides (a tar's
-	 * whole second, and the same size, also fit content changed within
+	/* the same: the attributes stay as they are (a tar's whole second
+	 * does not turn into this answer's nanoseconds and back), and a
+	 * file's content held here stays only if it holds for this answer
+	 * (a whole second and the same size also fit content changed within
 	 * that second) */
 	if (have_old && same_head(&old->st, &a.st) &&
-	    (old->flags & CACHE_OWNER) &&
-	    (!S_ISREG(a.st.st_mode) ||
-	     (old->st.st_mtim.tv_nsec == a.st.st_mtim.tv_nsec &&
-	      a.st.st_mtim.tv_nsec != 0))) {
-		cache_touch(m->c, c->id, path, a.validated);
+	    (old->flags & CACHE_OWNER)) {
+		cache_confirm(m->c, c->id, path, &a.st, a.validated);
 		goto out;
 	}
 	cache_put(m->c, c->id, path, &a, NULL);

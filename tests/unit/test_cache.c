@@ -793,6 +793,41 @@ static void test_data_same_second_from_a_tar(void)
 	cache_free(c);
 }
 
+/* A HEAD that confirms an entry keeps its attributes (a tar's whole
+ * second stays), and its content only where cache_put()'s rule holds. */
+static void test_confirm(void)
+{
+	struct cache *c = cache_new(100);
+	FILE *f = tmpfile();
+	struct cache_blob *b = cache_blob_new(dup(fileno(f)));
+	struct cache_attr a = attr_of(S_IFREG | 0644, 5000, 3, CACHE_OWNER),
+			  out;
+	struct stat head = a.st;
+	off_t off, len;
+	int fd;
+
+	cache_set_data_budget(c, 1 << 20);
+	a.st.st_mtim.tv_nsec = 0;
+	head.st_mtim.tv_nsec = 123456789;
+	cache_put(c, "ns", "/old", &a, NULL);
+	CHECK(cache_set_data(c, "ns", "/old", b, 0, 3, 5002));
+	cache_confirm(c, "ns", "/old", &head, 40.0);
+	CHECK_INT(cache_get(c, "ns", "/old", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 0);
+	CHECK(out.validated == 40.0);
+	CHECK_INT(cache_get_data(c, "ns", "/old", &fd, &off, &len), 0);
+	close(fd);
+	cache_put(c, "ns", "/new", &a, NULL);
+	CHECK(cache_set_data(c, "ns", "/new", b, 0, 3, 5001));
+	cache_confirm(c, "ns", "/new", &head, 40.0); /* the same second */
+	CHECK_INT(cache_get_data(c, "ns", "/new", &fd, &off, &len), -1);
+	CHECK_INT(cache_get(c, "ns", "/new", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 0);
+	cache_blob_put(b);
+	fclose(f);
+	cache_free(c);
+}
+
 /* /t: files x (100 bytes) and y, and directory s holding z (600 bytes);
  * everything confirmed at 17.5 but x, confirmed at 50. */
 static void put_tree(struct cache *c)
@@ -895,5 +930,6 @@ int main(void)
 	test_data_same_second_from_a_tar();
 	test_subtree();
 	test_subtree_root();
+	test_confirm();
 	return check_report();
 }
