@@ -238,7 +238,6 @@ static bool listing_holds(const struct node *n, long mtime, bool same_mtime)
 	       (mtime >= n->own_from && mtime <= n->own_until);
 }
 
-/* Applies the merge rules of cache_put() to an existing node. */
 /*
  * Whether n's content (data) is the content of a file that now has the
  * attributes st. Tar mtimes are whole seconds: an equal second is trusted
@@ -258,6 +257,7 @@ static bool data_holds(const struct node *n, const struct stat *st)
 		 st->st_mtim.tv_sec + 1 < n->data_snapshot));
 }
 
+/* Applies the merge rules of cache_put() to an existing node. */
 static void merge(struct cache *c, struct node *n,
 		  const struct cache_attr *attr, const char *link)
 {

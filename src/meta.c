@@ -323,9 +323,11 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	 * does not turn into this answer's nanoseconds and back), and a
 	 * file's content held here stays only if it holds for this answer
 	 * (a whole second and the same size also fit content changed within
-	 * that second) */
+	 * that second). Nanoseconds held that differ say it changed. */
 	if (have_old && same_head(&old->st, &a.st) &&
-	    (old->flags & CACHE_OWNER)) {
+	    (old->flags & CACHE_OWNER) &&
+	    (old->st.st_mtim.tv_nsec == 0 ||
+	     old->st.st_mtim.tv_nsec == a.st.st_mtim.tv_nsec)) {
 		cache_confirm(m->c, c->id, path, &a.st, a.validated);
 		goto out;
 	}
