@@ -335,3 +335,30 @@ def test_mtime_stays_put_across_a_head(mount, container):
     time.sleep(1.3)
     assert os.stat(m.p(c, "/ns")).st_mtime_ns == first
     assert call_with_timeout(read_file, m.p(c, "/ns")) == b"n" * 100
+
+
+def test_a_rewrite_in_the_same_second_shows_its_mtime(mount, container):
+    """A HEAD that saw a change leaves the entry with the HEAD's
+    nanoseconds. A rewrite to the same size within that second gives the
+    next HEAD other nanoseconds: that is a change, and the mount shows the
+    new mtime (not the one held, as when such a HEAD was taken for a
+    confirmation). attr_timeout=0: every stat is a HEAD."""
+    c = container()
+    c.write("/rw", b"x")
+    m = mount("-o", "attr_timeout=0")
+    p = m.p(c, "/rw")
+    assert os.stat(p).st_size == 1  # the first look: owner known, whole second
+    for attempt in range(8):
+        n = 10 + attempt
+        # two writes of the same size; %Y and %y: seconds, and with fraction
+        first = c.sh('printf %s "$1" > /rw; stat -c "%Y %y" /rw', "a" * (n + 1)).decode()
+        before = os.stat(p)  # a new size: the HEAD's answer is stored
+        second = c.sh('printf %s "$1" > /rw; stat -c "%Y %y" /rw', "b" * (n + 1)).decode()
+        if first.split()[0] == second.split()[0] and first != second:
+            break  # the same second, other nanoseconds: the case wanted
+    else:
+        pytest.skip("two docker exec calls never fell within one second")
+    assert before.st_size == n + 1
+    after = os.stat(p)
+    assert after.st_mtime_ns != before.st_mtime_ns, (first, second)
+    assert call_with_timeout(read_file, p) == b"b" * (n + 1)
