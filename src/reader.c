@@ -14,9 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* History kept behind the transfer for reads that come out of order
- * (async readahead on several threads): two of the largest requests
- * (1 MiB), or a swapped pair would restart the GET from byte 0. */
+/* History kept behind the transfer for reads that come back to what it
+ * has just passed: a second reader of the file a little behind the first,
+ * a re-read of the last page. Readahead is synchronous (fs.c), so one
+ * reader's requests come in order; two of the largest requests (1 MiB). */
 #define RING (2 * 1024 * 1024)
 /* the most a transfer is drained to disk rather than closed: when another
  * call needs the container, and when it sat idle */

@@ -5,6 +5,7 @@ import errno
 import hashlib
 import os
 import random
+import re
 import subprocess
 import threading
 import time
@@ -279,6 +280,36 @@ def test_two_handles_on_one_file_interleaved(mount, container):
 
     bad = call_with_timeout(interleave, timeout=240)
     assert not bad, bad
+
+
+def test_big_readahead_reads_the_file_in_one_pass(mount, container, tmp_path):
+    """With the mount's readahead raised (read_ahead_kb, as root may set it)
+    the kernel asks for several MiB ahead at once. The file is still one
+    forward stream: no read may fall behind the transfer's history and
+    restart the GET from byte 0 (async readahead did, 4-12 times per
+    96 MiB)."""
+    c = container()
+    size = 96 * MIB
+    c.sh('mkdir /ra; dd if=/dev/urandom of=/ra/f bs=1048576 count=96 2>/dev/null')
+    digest = c.cp_sha256("/ra/f")
+    m = mount("-d")
+    st = os.stat(m.path)
+    knob = f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb"
+    try:
+        with open(knob, "w") as f:
+            f.write("8192")
+    except OSError as e:
+        pytest.skip(f"cannot raise {knob}: {e}")
+    out = tmp_path / "f"
+    # cp: 1 MiB reads with POSIX_FADV_SEQUENTIAL, the readahead doubled
+    r = subprocess.run(["cp", m.p(c, "/ra/f"), str(out)], stdin=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, timeout=240)
+    assert r.returncode == 0, r.stderr
+    assert sha256_file(str(out)) == digest
+    with open(m.log, errors="replace") as f:
+        got = [int(n) for n in re.findall(r"engine: GET [0-9a-f]+:/ra/f -> \d+, (\d+) bytes", f.read())]
+    # a first look at the path may read its header; the data comes once
+    assert got and sum(got) < size + 2 * MIB, f"GETs of /ra/f brought {got} bytes for {size}"
 
 
 def test_two_files_of_one_container_read_alternately(mount, container):
