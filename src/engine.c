@@ -40,7 +40,8 @@ struct engine {
 	struct pool buf_pool;  /* stream buffers */
 	atomic_bool down;      /* the last attempt failed to reach the engine */
 	bool podman;	       /* the ping said Libpod-Api-Version */
-	engine_preempt_fn preempt; /* frees a container for our next call */
+	engine_preempt_fn preempt;     /* frees a container for our next call */
+	engine_abandoned_fn abandoned; /* the caller of a GET gave up */
 	bool tls;
 	bool tls_verify;
 	char *ca, *cert, *key; /* or NULL */
@@ -616,6 +617,11 @@ void engine_set_preempt(struct engine *e, engine_preempt_fn fn)
 	e->preempt = fn;
 }
 
+void engine_set_abandoned(struct engine *e, engine_abandoned_fn fn)
+{
+	e->abandoned = fn;
+}
+
 /* The engine runs one archive call per container at a time: let go of
  * what we hold open on it before asking for more. */
 static void preempt(struct engine *e, const char *ctr)
@@ -713,6 +719,8 @@ static int pump(struct engine_stream *s, bool headers)
 		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
 		if (mc != CURLM_OK)
 			return -EIO;
+		if (s->e->abandoned && s->e->abandoned())
+			return -EINTR;
 	}
 	return 0;
 }

@@ -68,6 +68,14 @@ bool engine_is_podman(const struct engine *e);
 typedef void (*engine_preempt_fn)(const char *ctr_id);
 void engine_set_preempt(struct engine *e, engine_preempt_fn fn);
 
+/*
+ * fn says whether the caller of a streamed GET has given up (its process
+ * is being killed): a GET that waits for the engine then ends with
+ * -EINTR, checked after every wait of at most a second.
+ */
+typedef bool (*engine_abandoned_fn)(void);
+void engine_set_abandoned(struct engine *e, engine_abandoned_fn fn);
+
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg. */
 int engine_ping(struct engine *e, char *msg, size_t msglen);

@@ -18,6 +18,7 @@
 #include <fuse.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1002,6 +1003,45 @@ static void *reaper_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Whether the process behind this thread's request is being killed. The
+ * kernel waits for our answer to a request we have taken even then (its
+ * readahead is synchronous, see ctrfs_init), so a GET stalled on the
+ * engine would keep a killed `cp` alive until the engine answers or the
+ * timeout passes. An interrupt alone is not enough: a handled signal
+ * interrupts too, and a read of a regular file must not fail with EINTR
+ * for it; a fatal one leaves SIGKILL pending on the task.
+ */
+static bool caller_dying(void)
+{
+	struct fuse_context *cx;
+	unsigned long long mask;
+	char path[64], line[256];
+	bool dying = false;
+	FILE *f;
+
+	if (!fuse_interrupted())
+		return false;
+	cx = fuse_get_context();
+	if (!cx || cx->pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)cx->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT; /* gone already */
+	while (!dying && fgets(line, sizeof(line), f))
+		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+		    (mask & (1ULL << (SIGKILL - 1))))
+			dying = true;
+	fclose(f);
+	if (dying)
+		log_dbg("the process %d of an interrupted request is being "
+			"killed: its GET ends",
+			(int)cx->pid);
+	return dying;
+}
+
 static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
 	struct fs *fs = fuse_get_context()->private_data;
@@ -1017,8 +1057,10 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	 * other: a file's transfer is one forward stream, and async readahead
 	 * let libfuse's threads overtake each other by more than the reader's
 	 * history holds, each time restarting the GET from byte 0 (with
-	 * read_ahead_kb raised to 1 MiB, 1 GiB took 40 GETs and 37 s) */
-	conn->want &= ~FUSE_CAP_ASYNC_READ;
+	 * read_ahead_kb raised to 1 MiB, 1 GiB took 40 GETs and 37 s); the
+	 * same for an O_DIRECT read, which the kernel otherwise splits into
+	 * 1 MiB requests all sent at once */
+	conn->want &= ~(FUSE_CAP_ASYNC_READ | FUSE_CAP_ASYNC_DIO);
 	cfg->entry_timeout = fs->cfg.attr_timeout;
 	cfg->attr_timeout = fs->cfg.attr_timeout;
 	cfg->negative_timeout = 0;
@@ -1131,6 +1173,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 		*spool_mem_dir(fs.spool) ? spool_mem_dir(fs.spool) : "none",
 		cfg->mem_spool >> 20);
 	engine_set_preempt(e, reader_preempt);
+	engine_set_abandoned(e, caller_dying);
 	reader_set_spool(fs.spool);
 	fs.writer = writer_new(e, fs.meta, fs.spool, fs.cfg.mem_spool);
 	if (!fs.writer)

@@ -5,11 +5,13 @@ and the daemon keeps serving everything else."""
 
 import errno
 import os
+import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import MIB, call_with_timeout, errname, read_file, wait_for
+from conftest import MIB, call_with_timeout, errname, read_file, sha256_file, wait_for
 
 
 def read_outcome(path):
@@ -311,4 +313,76 @@ def test_a_file_that_cannot_land_does_not_take_the_others_down(mount, container,
     assert proxy.hits.get(("PUT", "path=%2Fwp "), 0) == 2, "not two failed PUTs of both"
     assert inside(c, "/wp/d/bad") is None
     assert "gave up writing '/wp/x/good'" not in open(m.log, errors="replace").read()
+    assert m.alive()
+
+
+def test_a_killed_reader_does_not_wait_for_a_stalled_engine(mount, container, proxy):
+    """Readahead is synchronous, so the kernel waits for ctrfs's answer to a
+    read even when the reader is being killed: a GET stalled on the engine
+    must end when the reader dies, not when the engine answers (30 s here),
+    and a later read works."""
+    c = container()
+    # past 64 MiB: the listing does not keep its content, the read GETs it
+    c.sh(f"{PAST_FIRST_LOOK}; mkdir /k; dd if=/dev/urandom of=/k/f bs=1048576 count=65 2>/dev/null")
+    want = c.cp_sha256("/k/f")
+    m = mount("-d", engine=proxy)
+    assert os.listdir(m.p(c, "/k")) == ["f"]  # listed: the read needs no probe
+    proxy.delay("GET", "%2Fk%2Ff", 30)
+    p = subprocess.Popen(["cat", m.p(c, "/k/f")], stdout=subprocess.DEVNULL)
+    try:
+        assert wait_for(lambda: proxy.hits.get(("GET", "%2Fk%2Ff")), timeout=20), "no GET of /k/f"
+        time.sleep(0.5)
+        p.kill()
+        t0 = time.monotonic()
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pytest.fail("a killed cat still waits for the stalled GET after 15 s")
+        waited = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.wait(60)
+    assert p.returncode == -9, (p.returncode, waited)
+    assert m.alive()
+    proxy.clear()
+    assert call_with_timeout(sha256_file, m.p(c, "/k/f")) == want
+    with open(m.log, errors="replace") as f:
+        assert "is being killed: its GET ends" in f.read()
+
+
+_SIGNALLED_READ = r"""
+import ctypes, os, signal, sys
+signal.signal(signal.SIGUSR1, lambda *a: None)  # handled: interrupts, no SA_RESTART
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+buf = ctypes.create_string_buffer(1 << 20)
+print("ready", flush=True)
+n = libc.read(fd, buf, 1 << 20)
+print(n, ctypes.get_errno(), flush=True)
+"""
+
+
+def test_a_handled_signal_does_not_fail_a_stalled_read(mount, container, proxy):
+    """A signal the reader handles interrupts its request too; the read of a
+    regular file must not fail with EINTR for it (most programs do not
+    retry): it goes on and returns the data."""
+    c = container()
+    c.sh(f"{PAST_FIRST_LOOK}; mkdir /k; dd if=/dev/urandom of=/k/f bs=1048576 count=65 2>/dev/null")
+    m = mount("-d", engine=proxy)
+    assert os.listdir(m.p(c, "/k")) == ["f"]
+    proxy.delay("GET", "%2Fk%2Ff", 3)
+    p = subprocess.Popen(["/usr/bin/python3", "-c", _SIGNALLED_READ, m.p(c, "/k/f")],
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert wait_for(lambda: proxy.hits.get(("GET", "%2Fk%2Ff")), timeout=20), "no GET of /k/f"
+        time.sleep(0.5)
+        p.send_signal(signal.SIGUSR1)
+        out, _ = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(60)
+    n, err = map(int, out.split())
+    assert n > 0, f"read returned {n}, errno {errname(err)}"
     assert m.alive()
