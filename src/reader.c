@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 /* History kept behind the transfer for reads that come back to what it
- * has just passed: a second reader of the file a little behind the first,
- * a re-read of the last page. Readahead is synchronous (fs.c), so one
- * reader's requests come in order; two of the largest requests (1 MiB). */
+ * has just passed: a seek back, a page asked again, mmap read-around.
+ * Readahead is synchronous (fs.c), so one task's reads come in order;
+ * two of the largest requests (1 MiB). */
 #define RING (2 * 1024 * 1024)
 /* the most a transfer is drained to disk rather than closed: when another
  * call needs the container, and when it sat idle */
@@ -158,7 +158,7 @@ static int open_transfer(struct reader *r)
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			meta_forget(r->m, &r->ctr, r->path);
-		else
+		else if (ret != -EINTR) /* the reader was killed */
 			fail(r, msg);
 		r->s = NULL;
 		return ret;
@@ -237,7 +237,8 @@ static int next_block(struct reader *r)
 		return 1;
 	n = tarstream_data(r->t, &b, &boff);
 	if (n < 0) {
-		fail(r, tarstream_error(r->t));
+		if (n != -EINTR)
+			fail(r, tarstream_error(r->t));
 		close_transfer(r);
 		return (int)n;
 	}
@@ -359,6 +360,13 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 		r->blklen -= k;
 		r->pos += (off_t)k;
 	}
+	/* the whole file delivered: read the archive's end now, so the GET
+	 * completes and frees the container. The kernel asks nothing past the
+	 * size it knows, so a file whose size is a multiple of the requests
+	 * would otherwise hold the GET open until the close or the reaper. */
+	if (ret >= 0 && r->t && !r->data_end && r->blklen == 0 &&
+	    r->pos >= r->size)
+		(void)next_block(r);
 	r->last_used = now_mono();
 	if (r->t && r->last_used - r->touched > 0.25) {
 		/* the transfer is the truth about this file while it runs,
