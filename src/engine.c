@@ -622,6 +622,16 @@ void engine_set_abandoned(struct engine *e, engine_abandoned_fn fn)
 	e->abandoned = fn;
 }
 
+static __thread bool abortable;
+
+bool engine_set_abortable(bool on)
+{
+	bool was = abortable;
+
+	abortable = on;
+	return was;
+}
+
 /* The engine runs one archive call per container at a time: let go of
  * what we hold open on it before asking for more. */
 static void preempt(struct engine *e, const char *ctr)
@@ -719,7 +729,7 @@ static int pump(struct engine_stream *s, bool headers)
 		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
 		if (mc != CURLM_OK)
 			return -EIO;
-		if (s->e->abandoned && s->e->abandoned())
+		if (abortable && s->e->abandoned && s->e->abandoned())
 			return -EINTR;
 	}
 	return 0;

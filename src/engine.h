@@ -71,10 +71,14 @@ void engine_set_preempt(struct engine *e, engine_preempt_fn fn);
 /*
  * fn says whether the caller of a streamed GET has given up (its process
  * is being killed): a GET that waits for the engine then ends with
- * -EINTR, checked after every wait of at most a second.
+ * -EINTR, checked after every wait of at most a second, but only in a
+ * thread that has called engine_set_abortable(true): work done for
+ * others (another reader's drain, a copy a second opener shares) must not
+ * end because one caller died. Returns the thread's previous setting.
  */
 typedef bool (*engine_abandoned_fn)(void);
 void engine_set_abandoned(struct engine *e, engine_abandoned_fn fn);
+bool engine_set_abortable(bool on);
 
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg. */

@@ -440,9 +440,16 @@ static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 {
 	struct handle *h = handle_of(fi);
 
+	bool was;
+	ssize_t n;
+
 	if (h->w)
 		return (int)wfile_read(h->w, buf, size, off);
-	return (int)reader_read(h->r, buf, size, off);
+	/* this GET is for this caller alone: it may end if the caller dies */
+	was = engine_set_abortable(true);
+	n = reader_read(h->r, buf, size, off);
+	engine_set_abortable(was);
+	return (int)n;
 }
 
 static int ctrfs_write(const char *path, const char *buf, size_t size,
@@ -1004,31 +1011,32 @@ static void *reaper_main(void *arg)
 }
 
 /*
- * Whether the process behind this thread's request is being killed. The
+ * Whether the thread behind this thread's request is being killed. The
  * kernel waits for our answer to a request we have taken even then (its
  * readahead is synchronous, see ctrfs_init), so a GET stalled on the
  * engine would keep a killed `cp` alive until the engine answers or the
  * timeout passes. An interrupt alone is not enough: a handled signal
  * interrupts too, and a read of a regular file must not fail with EINTR
- * for it; a fatal one leaves SIGKILL pending on the task.
+ * for it. A fatal signal (SIGKILL, or one that terminates by default and
+ * is not handled) leaves SIGKILL pending on every thread of the process;
+ * one that dumps core does not, and such a reader waits as before.
  */
 static bool caller_dying(void)
 {
-	struct fuse_context *cx;
+	struct fuse_context *cx = fuse_get_context();
 	unsigned long long mask;
 	char path[64], line[256];
 	bool dying = false;
 	FILE *f;
 
-	if (!fuse_interrupted())
-		return false;
-	cx = fuse_get_context();
-	if (!cx || cx->pid <= 0)
+	/* no request (pid 0: libfuse clears the context at unmount, when
+	 * fuse_interrupted() would follow a NULL request) */
+	if (!cx || cx->pid <= 0 || !fuse_interrupted())
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)cx->pid);
 	f = fopen(path, "re");
 	if (!f)
-		return errno == ENOENT; /* gone already */
+		return false; /* another pid namespace, or /proc hidden */
 	while (!dying && fgets(line, sizeof(line), f))
 		if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
 		     sscanf(line, "ShdPnd: %llx", &mask) == 1) &&

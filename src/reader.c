@@ -168,7 +168,9 @@ static int open_transfer(struct reader *r)
 		goto out_close;
 	ret = tarstream_next(r->t, &te);
 	if (ret != 0) {
-		fail(r, ret == 1 ? "empty archive" : tarstream_error(r->t));
+		if (ret != -EINTR)
+			fail(r, ret == 1 ? "empty archive"
+					 : tarstream_error(r->t));
 		ret = ret == 1 ? -EIO : ret;
 		goto out_close;
 	}
@@ -286,6 +288,22 @@ static bool from_cache(struct reader *r)
 	return true;
 }
 
+/* Every byte of the file delivered: reads the end of the archive and ends
+ * the transfer. What goes wrong there costs the caller nothing. */
+static void finish(struct reader *r)
+{
+	struct tar_entry te;
+	const void *b;
+	off_t boff;
+
+	if (tarstream_data(r->t, &b, &boff) != 0 ||
+	    tarstream_next(r->t, &te) != 1)
+		log_dbg("'%s': no clean end of the archive after the file",
+			r->path);
+	r->data_end = true;
+	close_transfer(r);
+}
+
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
@@ -362,11 +380,11 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 	}
 	/* the whole file delivered: read the archive's end now, so the GET
 	 * completes and frees the container. The kernel asks nothing past the
-	 * size it knows, so a file whose size is a multiple of the requests
-	 * would otherwise hold the GET open until the close or the reaper. */
+	 * size it knows, so a file whose size is a multiple of 4 KiB would
+	 * otherwise hold the GET open until the close or the reaper. */
 	if (ret >= 0 && r->t && !r->data_end && r->blklen == 0 &&
 	    r->pos >= r->size)
-		(void)next_block(r);
+		finish(r);
 	r->last_used = now_mono();
 	if (r->t && r->last_used - r->touched > 0.25) {
 		/* the transfer is the truth about this file while it runs,
@@ -498,12 +516,17 @@ static int drain(struct reader *r, off_t max)
 	off_t from = r->pos;
 	int fd, st;
 
+	bool was;
+
 	if (!drain_spool || r->size - r->pos > max)
 		return -EFBIG;
 	fd = spool_file(drain_spool);
 	if (fd < 0)
 		return fd;
+	/* for this reader's sake, not for the caller in whose thread it runs */
+	was = engine_set_abortable(false);
 	st = copy_rest(r, fd, true);
+	engine_set_abortable(was);
 	if (st < 0) {
 		close(fd);
 		close_transfer(r);
