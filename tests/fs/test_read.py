@@ -316,9 +316,14 @@ def test_big_readahead_reads_the_file_in_one_pass(mount, container, tmp_path):
     # after cp has exited
     assert not m.unmount()
     with open(m.log, errors="replace") as f:
-        got = [int(n) for n in re.findall(r"engine: GET [0-9a-f]+:/ra/f -> \d+, (\d+) bytes", f.read())]
-    # a first look at the path may read its header; the data comes once a read
-    assert len(got) >= 2 and sum(got) < 2 * size + 2 * MIB, f"GETs of /ra/f brought {got} bytes for 2 x {size}"
+        gets = re.findall(r"engine: GET [0-9a-f]+:/ra/f -> \d+, (\d+) bytes( \(aborted\))?", f.read())
+    whole = [int(n) for n, aborted in gets if not aborted]
+    # a first look at the path may read its header (a few KiB); a restart
+    # is a GET given up after MiBs. One is allowed: the kernel may ask
+    # again for a page it evicted (in one CI run of 2026-12-03 it asked for
+    # two 8 KiB pieces 30 MiB behind); async readahead made 3-11 per pass.
+    restarts = [int(n) for n, aborted in gets if aborted and int(n) > MIB]
+    assert len(whole) == 2 and len(restarts) <= 1, f"GETs of /ra/f: {gets}"
 
 
 def test_reading_to_the_size_ends_the_get(mount, container):
