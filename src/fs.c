@@ -439,7 +439,6 @@ static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 		      struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
-
 	bool was;
 	ssize_t n;
 
