@@ -352,15 +352,6 @@ out:
 	return full;
 }
 
-static void touch_locked(struct node *n, double now)
-{
-	n->attr.validated = now;
-	if (n->names && !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
-		drop_listing(n); /* cannot be confirmed: list again */
-	else if (n->names && now > n->listed_at)
-		n->listed_at = now; /* confirmed whole */
-}
-
 void cache_confirm(struct cache *c, const char *ns, const char *path,
 		   const struct stat *st, double now)
 {
@@ -369,22 +360,21 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_lock(&c->lock);
 	n = lookup(c, ns, path);
 	if (n) {
-		if (n->data && !data_holds(n, st))
+		if (st && n->data && !data_holds(n, st))
 			drop_data(c, n);
-		touch_locked(n, now);
+		n->attr.validated = now;
+		if (n->names &&
+		    !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+			drop_listing(n); /* cannot be confirmed: list again */
+		else if (n->names && now > n->listed_at)
+			n->listed_at = now; /* confirmed whole */
 	}
 	pthread_mutex_unlock(&c->lock);
 }
 
 void cache_touch(struct cache *c, const char *ns, const char *path, double now)
 {
-	struct node *n;
-
-	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
-	if (n)
-		touch_locked(n, now);
-	pthread_mutex_unlock(&c->lock);
+	cache_confirm(c, ns, path, NULL, now);
 }
 
 static void unlink_node(struct cache *c, struct node *victim)

@@ -65,11 +65,11 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 /* Marks an entry confirmed unchanged at time now; a directory's listing
  * is confirmed too when the rules of cache_put() keep it, else dropped. */
 void cache_touch(struct cache *c, const char *ns, const char *path, double now);
-/* The same, for an answer st (a HEAD's) that the caller found to be the
- * entry's own (type, size, mtime second) and keeps the entry's attributes
- * for, so that its mtime does not move between a tar's whole second and a
- * HEAD's nanoseconds: the content held for it is kept only when it holds
- * for st under cache_put()'s rule. */
+/* The same, for an answer st (a HEAD's; NULL: as cache_touch()) that the
+ * caller found to be the entry's own (type, size, mtime second) and keeps
+ * the entry's attributes for, so that its mtime does not move between a
+ * tar's whole second and a HEAD's nanoseconds: the content held for it is
+ * kept only when it holds for st under cache_put()'s rule. */
 void cache_confirm(struct cache *c, const char *ns, const char *path,
 		   const struct stat *st, double now);
 

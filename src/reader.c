@@ -226,6 +226,20 @@ static void ring_copy(struct reader *r, char *out, size_t back, size_t n)
 	}
 }
 
+/* After the file's last byte: reads the end of the archive so the GET
+ * completes and releases the container now, not when the handle closes.
+ * What goes wrong there costs the reader nothing: its data is whole. */
+static void end_transfer(struct reader *r)
+{
+	struct tar_entry te;
+
+	r->data_end = true;
+	if (tarstream_next(r->t, &te) != 1)
+		log_dbg("'%s': no clean end of the archive after the file",
+			r->path);
+	close_transfer(r);
+}
+
 /* Makes blk hold the next bytes of the file; 0, 1 at its end, or -errno. */
 static int next_block(struct reader *r)
 {
@@ -245,15 +259,7 @@ static int next_block(struct reader *r)
 		return (int)n;
 	}
 	if (n == 0) {
-		struct tar_entry te;
-
-		/* read the end of the archive so the GET completes and
-		 * releases the container now, not when the handle closes */
-		r->data_end = true;
-		if (tarstream_next(r->t, &te) != 1)
-			log_dbg("'%s': unexpected data after the file",
-				r->path);
-		close_transfer(r);
+		end_transfer(r);
 		return 1;
 	}
 	if (boff != r->pos) {
@@ -286,22 +292,6 @@ static bool from_cache(struct reader *r)
 	r->ring_len = 0;
 	r->data_end = true;
 	return true;
-}
-
-/* Every byte of the file delivered: reads the end of the archive and ends
- * the transfer. What goes wrong there costs the caller nothing. */
-static void finish(struct reader *r)
-{
-	struct tar_entry te;
-	const void *b;
-	off_t boff;
-
-	if (tarstream_data(r->t, &b, &boff) != 0 ||
-	    tarstream_next(r->t, &te) != 1)
-		log_dbg("'%s': no clean end of the archive after the file",
-			r->path);
-	r->data_end = true;
-	close_transfer(r);
 }
 
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
@@ -383,8 +373,15 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 	 * size it knows, so a file whose size is a multiple of 4 KiB would
 	 * otherwise hold the GET open until the close or the reaper. */
 	if (ret >= 0 && r->t && !r->data_end && r->blklen == 0 &&
-	    r->pos >= r->size)
-		finish(r);
+	    r->pos >= r->size) {
+		const void *b;
+		off_t boff;
+
+		/* libarchive says "no more data" once before the next
+		 * header; what fails here leaves the data whole */
+		(void)tarstream_data(r->t, &b, &boff);
+		end_transfer(r);
+	}
 	r->last_used = now_mono();
 	if (r->t && r->last_used - r->touched > 0.25) {
 		/* the transfer is the truth about this file while it runs,
