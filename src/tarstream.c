@@ -139,6 +139,7 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 	struct archive *a;
 	size_t used = 0;
 	ssize_t ret = -EIO;
+	int r;
 
 	a = archive_write_new();
 	ae = archive_entry_new();
@@ -164,7 +165,11 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 	}
 	archive_entry_set_size(
 	    ae, S_ISREG(e->st.st_mode) && !e->hardlink ? e->st.st_size : 0);
-	if (archive_write_header(a, ae) != ARCHIVE_OK) {
+	/* ARCHIVE_WARN with a header written: a name that is not UTF-8,
+	 * which the pax writer passes as bytes (hdrcharset=BINARY), as the
+	 * kernel and the engine take it */
+	r = archive_write_header(a, ae);
+	if (r != ARCHIVE_OK && !(r == ARCHIVE_WARN && used > 0)) {
 		ret = archive_errno(a) == ENOMEM ? -ENOMEM : -ENAMETOOLONG;
 		goto out_free;
 	}

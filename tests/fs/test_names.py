@@ -66,3 +66,30 @@ def test_thousand_entries(mount, container):
     assert listed == inside
     assert call_with_timeout(read_file, m.p(c, "/many/f0500")) == b"0500\n"
     assert call_with_timeout(read_file, m.p(c, "/many/f1000")) == b"1000\n"
+
+
+def test_names_that_are_not_utf8(mount, container):
+    """A Latin-1 name is bytes to the kernel and to the engine: it lists,
+    reads and writes like any other (libarchive warns about it, which
+    must not turn into an error)."""
+    c = container()
+    c.sh('mkdir /l1 && printf old > "/l1/caf$(printf "\\351")"')
+    m = mount()
+    d = os.fsencode(m.p(c, "/l1"))
+    assert call_with_timeout(os.listdir, d) == [b"caf\xe9"]
+    assert call_with_timeout(read_file, d + b"/caf\xe9") == b"old"
+
+    def write(name, data):
+        fd = os.open(d + b"/" + name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)  # the commit: its error would be raised here
+
+    call_with_timeout(write, b"caf\xe9", b"new")
+    call_with_timeout(write, b"na\xefve", b"made")
+    call_with_timeout(os.mkdir, d + b"/dir\xff")
+    out = c.sh('cd /l1 && for f in *; do printf "%s" "$f" | od -An -tx1 | tr -d " \\n"; echo -n =; '
+               'if [ -f "$f" ]; then cat "$f"; else echo -n dir; fi; echo; done')
+    # each entry: its name's bytes in hex, then its content (or "dir")
+    assert sorted(out.split()) == [b"636166e9=new", b"646972ff=dir", b"6e61ef7665=made"], out
