@@ -367,6 +367,10 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
+		if (ret < 0) {
+			wfile_put(h->w);
+			h->w = NULL;
+		}
 		return ret;
 	}
 	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
@@ -760,10 +764,14 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	{
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
 		struct tool_call mv = {fs, c, argv, ifrom};
+		/* for a wfile perhaps not committed yet: the file it will
+		 * replace at ito (the kernel just looked it up: cached) */
+		bool there = w && !t && stat_path(fs, c, ito, &st) == 0;
 
 		/* one never committed is committed as ito, no mv; one open
 		 * at ito is replaced, never committed again */
-		ret = writer_rename(fs->writer, w, t, ito, call_tool, &mv);
+		ret =
+		    writer_rename(fs->writer, w, t, ito, there, call_tool, &mv);
 	}
 	if (ret == 0 && !w) /* a directory: what is open below follows */
 		writer_repath(fs->writer, c->id, ifrom, ito);

@@ -287,8 +287,10 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	*out = f;
 	return 0;
 shared:
-	if (flags & O_TRUNC)
-		wfile_truncate(f, 0);
+	if ((flags & O_TRUNC) && (ret = wfile_truncate(f, 0)) < 0) {
+		wfile_put(f);
+		return ret;
+	}
 	*out = f;
 	return 0;
 out_free:
@@ -506,8 +508,10 @@ static void unlock_two(struct wfile *a, struct wfile *b)
 }
 
 int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
-		  const char *newpath, int (*move)(void *), void *arg)
+		  const char *newpath, bool target_there, int (*move)(void *),
+		  void *arg)
 {
+	bool moved = false;
 	char *p = NULL;
 	int ret = 0;
 
@@ -516,14 +520,22 @@ int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
 	if (f && !(p = strdup(newpath)))
 		return -ENOMEM;
 	lock_two(f, t);
-	if (!f || f->in_container)
+	if (!f || f->in_container) {
 		ret = move(arg);
+		moved = true;
+	}
 	if (ret == 0) {
 		pthread_mutex_lock(&w->lock); /* writer_find() reads these */
 		if (f) {
 			free(f->path);
 			f->path = p;
 			p = NULL;
+			/* not moved: what the container holds at newpath
+			 * stays until f's commit replaces it, so an unlink
+			 * or rename of f before that must reach it */
+			if (!moved)
+				f->in_container =
+				    t ? t->in_container : target_there;
 		}
 		if (t)
 			t->unlinked = true;
@@ -579,6 +591,8 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 	pthread_mutex_lock(&f->lock);
 	if (f->in_container)
 		ret = remove(arg);
+	if (ret == -ENOENT)
+		ret = 0; /* gone in the container meanwhile: f was the file */
 	if (ret == 0) {
 		pthread_mutex_lock(&f->w->lock); /* find_locked() reads it */
 		f->unlinked = true;

@@ -108,14 +108,17 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime);
  * step. f is the wfile at from (or NULL: a path not open, a directory), t
  * the one at newpath (or NULL), which is replaced: never committed again.
  * move(arg) makes the change in the container (an exec) unless f is not
- * in the container yet, in which case its commit simply goes to newpath;
- * its error is returned and then nothing changes. The locks of f and t are
+ * in the container yet, in which case its commit simply goes to newpath
+ * (and what the container holds there, t's file or, without t, a file
+ * when target_there says so, is f's to remove or move until then);
+ * move's error is returned and then nothing changes. The locks of f and t are
  * held throughout, so commits of either in flight are waited for and none
  * comes between the change in the container and the change of the writer,
  * and no moment has two wfiles at newpath.
  */
 int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
-		  const char *newpath, int (*move)(void *), void *arg);
+		  const char *newpath, bool target_there, int (*move)(void *),
+		  void *arg);
 
 /* Marks f removed, never to be committed again; when it is in the
  * container, remove(arg) removes it there first, under f's lock as in

@@ -131,6 +131,33 @@ def test_directory_renamed_under_an_open_file(mount, container):
     assert c.sh("test -e /d1 && echo yes || echo no") == b"no\n"
 
 
+def test_a_new_file_renamed_over_an_old_one_takes_it_along(mount, container):
+    """A file not yet committed, renamed over a file of the container, then
+    removed or renamed again before its commit: the old file goes with it
+    (it was replaced), never to show up again (it did once)."""
+    c = container()
+    c.sh("mkdir /ov && echo old > /ov/b && echo old > /ov/d")
+    m = mount()
+    fd = os.open(m.p(c, "/ov/a.tmp"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b"gone\n")
+        os.rename(m.p(c, "/ov/a.tmp"), m.p(c, "/ov/b"))
+        os.unlink(m.p(c, "/ov/b"))
+    finally:
+        os.close(fd)
+    fd = os.open(m.p(c, "/ov/c.tmp"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b"new\n")
+        os.rename(m.p(c, "/ov/c.tmp"), m.p(c, "/ov/d"))
+        os.rename(m.p(c, "/ov/d"), m.p(c, "/ov/e"))
+    finally:
+        os.close(fd)
+    assert ls(c, "/ov") == [".", "..", "e"]
+    assert c.exec("cat", "/ov/e") == b"new\n"
+    time.sleep(1.5)  # past the TTL: the mount asks the container again
+    assert sorted(m.listdir(m.p(c, "/ov"))) == ["e"]
+
+
 def test_concurrent_appends_share_one_file(mount, container):
     """Two opens for appending that race while the current content is
     fetched share one file being written: both appends land."""
