@@ -36,10 +36,17 @@ struct engine {
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
 	pthread_mutex_t pool_lock;
-	struct pool easy_pool; /* idle easy handles, with their connection */
-	struct pool buf_pool;  /* stream buffers */
-	atomic_bool down;      /* the last attempt failed to reach the engine */
-	bool podman;	       /* the ping said Libpod-Api-Version */
+	/* Connections are not shared between handles: curl does not support
+	 * a shared connection cache used by concurrent threads (the
+	 * CURLSHOPT_SHARE documentation; its KNOWN_BUGS), and a crash in a
+	 * mounted filesystem costs more than a connect. A connection stays
+	 * with the handle that made it: an easy handle's own for
+	 * curl_easy_perform(), a stream's multi handle for GETs. */
+	struct pool easy_pool;	/* idle easy handles, with their connection */
+	struct pool multi_pool; /* idle stream multis, with their connection */
+	struct pool buf_pool;	/* stream buffers */
+	atomic_bool down; /* the last attempt failed to reach the engine */
+	bool podman;	  /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt;     /* frees a container for our next call */
 	engine_abandoned_fn abandoned; /* the caller of a GET gave up */
 	bool tls;
@@ -148,6 +155,7 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	pthread_mutex_init(&e->pool_lock, NULL);
 	pthread_mutex_init(&e->clock_lock, NULL);
 	e->easy_pool.max = POOL_MAX;
+	e->multi_pool.max = POOL_MAX;
 	e->buf_pool.max = POOL_MAX;
 	e->share = curl_share_init();
 	if (!e->share) {
@@ -157,7 +165,6 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	curl_share_setopt(e->share, CURLSHOPT_LOCKFUNC, share_lock);
 	curl_share_setopt(e->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
 	curl_share_setopt(e->share, CURLSHOPT_USERDATA, e);
-	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
 	curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
 	*out = e;
 	return 0;
@@ -178,6 +185,8 @@ void engine_free(struct engine *e)
 		return;
 	for (int i = 0; i < e->easy_pool.n; i++)
 		curl_easy_cleanup(e->easy_pool.item[i]);
+	for (int i = 0; i < e->multi_pool.n; i++)
+		curl_multi_cleanup(e->multi_pool.item[i]);
 	for (int i = 0; i < e->buf_pool.n; i++)
 		free(e->buf_pool.item[i]);
 	curl_share_cleanup(e->share);
@@ -754,7 +763,9 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	ret = -ENOMEM;
 	s->buf = buf_get(e);
 	s->easy = easy_get(e);
-	s->multi = curl_multi_init();
+	s->multi = pool_take(e, &e->multi_pool);
+	if (!s->multi)
+		s->multi = curl_multi_init();
 	if (!s->buf || !s->easy || !s->multi)
 		goto out_free;
 	curl_easy_setopt(s->easy, CURLOPT_URL, url);
@@ -840,14 +851,18 @@ void engine_stream_free(struct engine_stream *s)
 		(now_mono() - s->t0) * 1e3);
 	if (s->multi && s->easy)
 		curl_multi_remove_handle(s->multi, s->easy);
+	if (s->done && s->result == CURLE_OK) {
+		/* the multi keeps the connection for the next stream */
+		if (s->multi)
+			s->multi = pool_give(s->e, &s->e->multi_pool, s->multi);
+		if (s->easy)
+			easy_put(s->e, s->easy);
+		s->easy = NULL;
+	}
 	if (s->multi)
 		curl_multi_cleanup(s->multi);
-	if (s->easy) {
-		if (s->done && s->result == CURLE_OK)
-			easy_put(s->e, s->easy);
-		else
-			curl_easy_cleanup(s->easy);
-	}
+	if (s->easy)
+		curl_easy_cleanup(s->easy);
 	if (s->buf)
 		buf_put(s->e, s->buf);
 	free(s);

@@ -27,7 +27,9 @@ struct engine_reply {
 	long status;
 	char *body; /* NUL-terminated, or NULL */
 	size_t len;
-	char stat[4096]; /* X-Docker-Container-Path-Stat, or "" */
+	/* X-Docker-Container-Path-Stat, or "": base64 of JSON that names a
+	 * symlink's resolved target, up to PATH_MAX and then some */
+	char stat[12288];
 };
 
 /*

@@ -72,3 +72,18 @@ def test_symlink_metadata(mount, linked):
     inside = linked.stat("/a/b/abs")
     assert (st.st_uid, st.st_gid, int(st.st_mtime)) == (inside["uid"], inside["gid"], inside["mtime"])
     assert stat.S_ISLNK(st.st_mode)
+
+
+def test_a_link_to_a_long_path_stats(mount, container):
+    """The engine's stat header names a link's resolved target: for a
+    target of 3.4 KB its base64 passes 4 KiB, which once was cut short
+    and the link's stat failed with EIO."""
+    c = container()
+    deep = "/" + "/".join(f"{i:02d}" + "d" * 198 for i in range(17))
+    c.exec("mkdir", "-p", deep)
+    c.sh('echo deep > "$1/f" && ln -s "$1/f" /lnk', deep)
+    m = mount("-o", "attr_timeout=0")  # every stat asks the engine: a HEAD
+    st = call_with_timeout(os.lstat, m.p(c, "/lnk"))
+    assert stat.S_ISLNK(st.st_mode)
+    assert st.st_size == len(deep) + 2
+    assert call_with_timeout(read_file, m.p(c, "/lnk")) == b"deep\n"
