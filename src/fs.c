@@ -708,9 +708,16 @@ static int remove_path(const char *path, const char *tool)
 		const char *argv[] = {tool, "--", inner, NULL};
 		struct tool_call rm = {fs, c, argv, inner};
 
-		/* one never committed has nothing to remove in the container */
+		/* one never committed has nothing to remove in the container;
+		 * a directory holding one is not empty, whatever it shows */
 		w = writer_find(fs->writer, c->id, inner);
-		ret = w ? wfile_unlink(w, call_tool, &rm) : call_tool(&rm);
+		if (w)
+			ret = wfile_unlink(w, call_tool, &rm);
+		else if (strcmp(tool, "rmdir") == 0 &&
+			 writer_holds_below(fs->writer, c->id, inner))
+			ret = -ENOTEMPTY;
+		else
+			ret = call_tool(&rm);
 	}
 	if (w)
 		wfile_put(w);
@@ -769,11 +776,19 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		bool there = w && !t && stat_path(fs, c, ito, &st) == 0;
 
 		/* one never committed is committed as ito, no mv; one open
-		 * at ito is replaced, never committed again */
-		ret =
-		    writer_rename(fs->writer, w, t, ito, there, call_tool, &mv);
+		 * at ito is replaced, never committed again; a directory it
+		 * replaces must be empty of files still to come too */
+		if (w || t)
+			ret = writer_rename(fs->writer, w, t, ito, there,
+					    call_tool, &mv);
+		else if (writer_holds_below(fs->writer, c->id, ito))
+			ret = -ENOTEMPTY;
+		else
+			ret = call_tool(&mv);
 	}
-	if (ret == 0 && !w) /* a directory: what is open below follows */
+	/* a directory: what is open below follows (libfuse's path locks
+	 * keep operations on paths below out until the rename returns) */
+	if (ret == 0 && !w)
 		writer_repath(fs->writer, c->id, ifrom, ito);
 	if (t)
 		wfile_put(t);

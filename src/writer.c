@@ -668,6 +668,19 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 	free(list);
 }
 
+bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir)
+{
+	size_t dlen = strlen(dir);
+	bool found = false;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct wfile *f = w->files; f && !found; f = f->next)
+		found = !f->unlinked && strcmp(f->ctr.id, ctr_id) == 0 &&
+			below(f->path, dir, dlen, true);
+	pthread_mutex_unlock(&w->lock);
+	return found;
+}
+
 /* The tar body of a group commit, produced as curl asks for it. */
 struct body {
 	struct item *items;

@@ -129,6 +129,10 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg);
 void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 		   const char *to);
 
+/* Whether a file is being written (or waits for write-back) below dir:
+ * the container's dir may look empty while it is not. */
+bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir);
+
 /* Sends one entry without data (a directory, a symlink, a hard link, an
  * empty file) to directory dir of the container with one PUT. */
 int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,

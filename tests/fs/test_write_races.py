@@ -2,6 +2,7 @@
 """Files being written meet renames, removals, lookups and each other: what
 lands in the container is what the calls said (checked in the container)."""
 
+import errno
 import os
 import threading
 import time
@@ -156,6 +157,58 @@ def test_a_new_file_renamed_over_an_old_one_takes_it_along(mount, container):
     assert c.exec("cat", "/ov/e") == b"new\n"
     time.sleep(1.5)  # past the TTL: the mount asks the container again
     assert sorted(m.listdir(m.p(c, "/ov"))) == ["e"]
+
+
+def test_directory_renamed_while_a_file_below_is_committed(mount, container, proxy):
+    """mv d e while the PUT of d/x is on its way (slowed): the mv waits
+    for it (libfuse's path locks hold the rename until the flush below
+    has returned), and x ends in e. A mv first would leave the PUT no d:
+    close() would fail with ENOENT and the data would be lost."""
+    c = container()
+    c.sh("mkdir /rd")
+    proxy.delay("PUT", "path=%2Frd ", 1.5)
+    m = mount(engine=proxy)
+    f = open(m.p(c, "/rd/x"), "w")
+    f.write("kept\n")
+    closed = {}
+
+    def close():
+        try:
+            f.close()
+            closed["ok"] = True
+        except OSError as e:
+            closed["err"] = e
+
+    t = threading.Thread(target=close)
+    t.start()
+    assert wait_for(lambda: proxy.hits, timeout=5, interval=0.01), "no PUT"
+    os.rename(m.p(c, "/rd"), m.p(c, "/re"))
+    t.join(30)
+    assert closed == {"ok": True}, closed
+    assert c.exec("cat", "/re/x") == b"kept\n"
+    assert c.sh("test -e /rd && echo yes || echo no") == b"no\n"
+
+
+def test_a_directory_with_a_file_still_to_come_is_not_empty(mount, container):
+    """rmdir of a directory whose only file is still being written, or a
+    rename over it, fails with ENOTEMPTY, as the file is there to every
+    process; before, the empty directory in the container went, and the
+    file's commit then failed."""
+    c = container()
+    c.sh("mkdir -p /ne/d /ne/other")
+    m = mount()
+    with open(m.p(c, "/ne/d/f"), "w") as f:
+        f.write("data\n")
+        for op in (lambda: os.rmdir(m.p(c, "/ne/d")),
+                   lambda: os.rename(m.p(c, "/ne/other"), m.p(c, "/ne/d"))):
+            try:
+                op()
+            except OSError as e:
+                assert e.errno == errno.ENOTEMPTY, e
+            else:
+                raise AssertionError("no ENOTEMPTY")
+    assert c.exec("cat", "/ne/d/f") == b"data\n"
+    assert ls(c, "/ne") == [".", "..", "d", "other"]
 
 
 def test_concurrent_appends_share_one_file(mount, container):
