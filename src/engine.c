@@ -45,6 +45,10 @@ struct engine {
 	struct pool easy_pool;	/* idle easy handles, with their connection */
 	struct pool multi_pool; /* idle stream multis, with their connection */
 	struct pool buf_pool;	/* stream buffers */
+	/* open GETs, so a call queued behind one on its container can tell
+	 * a wait from a stall (struct waiter) */
+	pthread_mutex_t streams_lock;
+	struct engine_stream *streams;
 	atomic_bool down; /* the last attempt failed to reach the engine */
 	bool podman;	  /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt;     /* frees a container for our next call */
@@ -58,8 +62,30 @@ struct engine {
 	long lag_logged; /* the last lag said in the log */
 };
 
+/*
+ * The engine runs one archive call (or exec) per container at a time; a
+ * call made while a GET of ours on that container is open waits, without
+ * a byte, until that GET ends, which for a big file may take longer than
+ * the stall timeout. Such a call is not stalled while the GET it waits
+ * for moves: its clock runs only while neither its own bytes nor those of
+ * another open GET of the container move. Before, a PUT at a close, made
+ * while a reader of 400 MiB was inside a read (not drained first), failed
+ * with EIO after the timeout.
+ */
+struct waiter {
+	struct engine *e;
+	const char *ctr;		  /* or NULL: no other GET counts */
+	const struct engine_stream *self; /* a GET does not wait for itself */
+	double last;			  /* when something last moved */
+	curl_off_t moved;		  /* its own bytes, both ways */
+	long long others;		  /* other GETs' bytes, as last seen */
+};
+
 struct engine_stream {
 	struct engine *e;
+	struct engine_stream *prev, *next; /* e->streams */
+	char ctr[80];
+	struct waiter wait;
 	CURL *easy;
 	CURLM *multi;
 	char *buf;
@@ -72,7 +98,7 @@ struct engine_stream {
 	long status;
 	char errbody[1024];
 	size_t errlen;
-	off_t total;
+	_Atomic off_t total;
 	double t0;
 	char what[256];
 };
@@ -153,6 +179,7 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&e->share_locks[i], NULL);
 	pthread_mutex_init(&e->pool_lock, NULL);
+	pthread_mutex_init(&e->streams_lock, NULL);
 	pthread_mutex_init(&e->clock_lock, NULL);
 	e->easy_pool.max = POOL_MAX;
 	e->multi_pool.max = POOL_MAX;
@@ -193,6 +220,7 @@ void engine_free(struct engine *e)
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&e->share_locks[i]);
 	pthread_mutex_destroy(&e->pool_lock);
+	pthread_mutex_destroy(&e->streams_lock);
 	pthread_mutex_destroy(&e->clock_lock);
 	free(e->url);
 	free(e->base);
@@ -348,6 +376,7 @@ static int curl_errno(struct engine *e, CURLcode cc)
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
 	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_ABORTED_BY_CALLBACK: /* waiter_check(): stalled */
 		return -ETIMEDOUT;
 	default:
 		return -EIO;
@@ -414,6 +443,62 @@ static void note_reach(struct engine *e, CURLcode cc)
 		log_info("engine at %s answers again", e->url);
 }
 
+/* The bytes moved so far by the open GETs on container ctr but self. */
+static long long others_moved(struct engine *e, const char *ctr,
+			      const struct engine_stream *self)
+{
+	long long sum = 0;
+
+	pthread_mutex_lock(&e->streams_lock);
+	for (struct engine_stream *s = e->streams; s; s = s->next)
+		if (s != self && strcmp(s->ctr, ctr) == 0)
+			sum += (long long)atomic_load(&s->total);
+	pthread_mutex_unlock(&e->streams_lock);
+	return sum;
+}
+
+static void waiter_init(struct waiter *w, struct engine *e, const char *ctr,
+			const struct engine_stream *self)
+{
+	w->e = e;
+	w->ctr = ctr;
+	w->self = self;
+	w->last = now_mono();
+	w->moved = 0;
+	w->others = ctr ? others_moved(e, ctr, self) : 0;
+}
+
+/* CURLOPT_XFERINFOFUNCTION (about once a second when nothing moves):
+ * aborts the call once nothing has moved for the timeout (struct waiter). */
+static int waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
+			curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct waiter *w = data;
+	double now = now_mono();
+
+	if (dlnow + ulnow != w->moved) {
+		w->moved = dlnow + ulnow;
+		w->last = now;
+	} else if (w->ctr) {
+		long long o = others_moved(w->e, w->ctr, w->self);
+
+		if (o != w->others) {
+			w->others = o;
+			w->last = now;
+		}
+	}
+	return now - w->last > (double)w->e->timeout;
+}
+
+/* A call on container ctr (or NULL) that ends once stalled for the
+ * timeout, as struct waiter says. */
+static void set_stall_timeout(CURL *h, struct waiter *w)
+{
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, waiter_check);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+}
+
 struct reply_ctx {
 	struct engine_reply *r;
 	bool too_big;
@@ -473,10 +558,11 @@ static size_t reply_header(char *p, size_t size, size_t nmemb, void *data)
 }
 
 static int do_request(struct engine *e, const char *method, const char *url,
-		      struct engine_reply *r, char *api, size_t apilen,
-		      bool *podman)
+		      const char *ctr, struct engine_reply *r, char *api,
+		      size_t apilen, bool *podman)
 {
 	struct reply_ctx ctx = {.r = r};
+	struct waiter w;
 	double t0 = now_mono();
 	CURLcode cc;
 	CURL *h;
@@ -487,7 +573,8 @@ static int do_request(struct engine *e, const char *method, const char *url,
 	if (!h)
 		return -ENOMEM;
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout);
+	waiter_init(&w, e, ctr, NULL);
+	set_stall_timeout(h, &w);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET") != 0)
@@ -536,7 +623,7 @@ int engine_request(struct engine *e, const char *method, const char *path,
 	if ((size_t)snprintf(url, sizeof(url), "%s%s%s", e->base, e->prefix,
 			     path) >= sizeof(url))
 		return -ENAMETOOLONG;
-	return do_request(e, method, url, r, NULL, 0, NULL);
+	return do_request(e, method, url, NULL, r, NULL, 0, NULL);
 }
 
 void engine_reply_free(struct engine_reply *r)
@@ -568,7 +655,7 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 	int ret;
 
 	snprintf(url, sizeof(url), "%s/_ping", e->base);
-	ret = do_request(e, "GET", url, &r, api, sizeof(api), &e->podman);
+	ret = do_request(e, "GET", url, NULL, &r, api, sizeof(api), &e->podman);
 	if (ret < 0) {
 		snprintf(msg, msglen, "cannot connect to engine at %s: %s",
 			 e->url, strerror(-ret));
@@ -672,7 +759,7 @@ int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 
 	if (ret < 0)
 		return ret;
-	return do_request(e, "HEAD", url, r, NULL, 0, NULL);
+	return do_request(e, "HEAD", url, ctr, r, NULL, 0, NULL);
 }
 
 static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)
@@ -757,6 +844,13 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	s->e = e;
 	s->t0 = now_mono();
 	snprintf(s->what, sizeof(s->what), "GET %s:%s", ctr, path);
+	snprintf(s->ctr, sizeof(s->ctr), "%s", ctr);
+	pthread_mutex_lock(&e->streams_lock);
+	s->next = e->streams;
+	if (s->next)
+		s->next->prev = s;
+	e->streams = s;
+	pthread_mutex_unlock(&e->streams_lock);
 	ret = archive_url(e, ctr, path, url, sizeof(url));
 	if (ret < 0)
 		goto out_free;
@@ -774,8 +868,8 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, stream_header);
 	curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
 	/* a stalled body fails after the timeout; a slow one does not */
-	curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(s->easy, CURLOPT_LOW_SPEED_TIME, s->e->timeout);
+	waiter_init(&s->wait, e, s->ctr, s);
+	set_stall_timeout(s->easy, &s->wait);
 	curl_multi_add_handle(s->multi, s->easy);
 	ret = pump(s, true);
 	if (ret < 0)
@@ -849,6 +943,14 @@ void engine_stream_free(struct engine_stream *s)
 	log_dbg("engine: %s -> %ld, %lld bytes%s in %.1f ms", s->what,
 		s->status, (long long)s->total, s->done ? "" : " (aborted)",
 		(now_mono() - s->t0) * 1e3);
+	pthread_mutex_lock(&s->e->streams_lock);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		s->e->streams = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	pthread_mutex_unlock(&s->e->streams_lock);
 	if (s->multi && s->easy)
 		curl_multi_remove_handle(s->multi, s->easy);
 	if (s->done && s->result == CURLE_OK) {
@@ -891,6 +993,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 {
 	struct put_ctx p = {.fn = fn, .ctx = ctx};
 	struct engine_reply r = {0};
+	struct waiter w;
 	struct reply_ctx rc = {.r = &r};
 	struct curl_slist *hdrs = NULL;
 	char url[16384];
@@ -917,8 +1020,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	curl_easy_setopt(h, CURLOPT_READDATA, &p);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, e->timeout);
+	waiter_init(&w, e, ctr, NULL);
+	set_stall_timeout(h, &w);
 	cc = curl_easy_perform(h);
 	note_reach(e, cc);
 	if (p.err) {
@@ -944,10 +1047,11 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 }
 
 /* Sends a JSON body with method POST; the reply as engine_request(). */
-static int post_json(struct engine *e, const char *path, const char *json,
-		     struct engine_reply *r)
+static int post_json(struct engine *e, const char *ctr, const char *path,
+		     const char *json, struct engine_reply *r)
 {
 	struct reply_ctx ctx = {.r = r};
+	struct waiter w;
 	struct curl_slist *hdrs = NULL;
 	char url[8192];
 	double t0 = now_mono();
@@ -966,7 +1070,8 @@ static int post_json(struct engine *e, const char *path, const char *json,
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, e->timeout);
+	waiter_init(&w, e, ctr, NULL);
+	set_stall_timeout(h, &w);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
 	cc = curl_easy_perform(h);
@@ -1062,7 +1167,7 @@ int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 	json_object_object_add(req, "AttachStdout", json_object_new_boolean(1));
 	json_object_object_add(req, "AttachStderr", json_object_new_boolean(1));
 	snprintf(path, sizeof(path), "/containers/%s/exec", ctr);
-	ret = post_json(e, path, json_object_to_json_string(req), &r);
+	ret = post_json(e, ctr, path, json_object_to_json_string(req), &r);
 	json_object_put(req);
 	if (ret < 0)
 		return -EIO;
@@ -1088,7 +1193,7 @@ int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 	json_object_put(root);
 
 	snprintf(path, sizeof(path), "/exec/%s/start", id);
-	ret = post_json(e, path, "{\"Detach\":false,\"Tty\":false}", &r);
+	ret = post_json(e, ctr, path, "{\"Detach\":false,\"Tty\":false}", &r);
 	if (ret < 0)
 		return -EIO;
 	if (r.status != 200) {

@@ -437,3 +437,44 @@ def test_a_rewrite_in_the_same_second_shows_its_mtime(mount, container):
     after = os.stat(p)
     assert after.st_mtime_ns != before.st_mtime_ns, (first, second)
     assert call_with_timeout(read_file, p) == b"b" * (n + 1)
+
+
+def test_a_write_queued_behind_a_long_read_waits_for_it(mount, container):
+    """The engine runs one archive call per container at a time: a PUT made
+    while another file of the container is being read waits for that GET
+    to end. Here the GET (400 MiB) outlasts the stall timeout (1 s); a wait
+    behind a transfer of ours that is moving is no stall, and the writes
+    land. Before, a write whose PUT came while the reader was inside a
+    read (so not drained first) failed with EIO after the timeout."""
+    c = container()
+    c.sh("dd if=/dev/zero of=/big bs=1M count=400 2>/dev/null; mkdir /w")
+    m = mount("-o", "timeout=1")
+    big = m.p(c, "/big")
+    assert os.stat(big).st_size == 400 << 20
+    got = {}
+
+    def reader():
+        n = 0
+        with open(big, "rb", buffering=0) as f:
+            while True:
+                b = f.read(1 << 20)
+                if not b:
+                    break
+                n += len(b)
+        got["n"] = n
+
+    t = threading.Thread(target=reader)
+    t.start()
+    results = []
+    for i in range(3):
+        time.sleep(0.2)  # the GET is flowing
+        try:
+            with open(m.p(c, f"/w/f{i}"), "wb") as f:
+                f.write(b"x" * 1000)
+            results.append("ok")
+        except OSError as e:
+            results.append(errno.errorcode.get(e.errno, e.errno))
+    t.join(120)
+    assert got.get("n") == 400 << 20
+    assert results == ["ok"] * 3
+    assert c.sh("cat /w/f0 /w/f1 /w/f2 | wc -c").strip() == b"3000"
