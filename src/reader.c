@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,8 @@ struct reader {
 	char *path;
 	struct engine_stream *s;
 	struct tarstream *t;
-	const char *blk; /* unread rest of the current data block */
+	atomic_bool streaming; /* t is open: read without the lock */
+	const char *blk;       /* unread rest of the current data block */
 	size_t blklen;
 	off_t pos;	  /* file offset of the next byte of the transfer */
 	bool data_end;	  /* the transfer has delivered the whole file */
@@ -105,6 +107,7 @@ static void close_transfer(struct reader *r)
 	r->s = NULL;
 	r->blk = NULL;
 	r->blklen = 0;
+	atomic_store(&r->streaming, false);
 }
 
 void reader_free(struct reader *r)
@@ -166,6 +169,7 @@ static int open_transfer(struct reader *r)
 	ret = tarstream_open(stream_source, r->s, &r->t);
 	if (ret < 0)
 		goto out_close;
+	atomic_store(&r->streaming, true);
 	ret = tarstream_next(r->t, &te);
 	if (ret != 0) {
 		if (ret != -EINTR)
@@ -457,7 +461,8 @@ bool reader_ctr_busy(const char *ctr_id)
 
 	pthread_mutex_lock(&registry_lock);
 	for (struct reader *r = registry; r && !busy; r = r->next)
-		busy = r->t && strcmp(r->ctr.id, ctr_id) == 0;
+		busy = atomic_load(&r->streaming) &&
+		       strcmp(r->ctr.id, ctr_id) == 0;
 	pthread_mutex_unlock(&registry_lock);
 	return busy;
 }
