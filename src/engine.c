@@ -906,6 +906,9 @@ ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
 {
 	int ret;
 
+	/* the time the consumer took since its last read is no stall of
+	 * the engine: a paused GET has moved nothing meanwhile */
+	s->wait.last = now_mono();
 	if (s->handed) {
 		s->len = 0;
 		s->handed = false;

@@ -478,3 +478,36 @@ def test_a_write_queued_behind_a_long_read_waits_for_it(mount, container):
     assert got.get("n") == 400 << 20
     assert results == ["ok"] * 3
     assert c.sh("cat /w/f0 /w/f1 /w/f2 | wc -c").strip() == b"3000"
+
+
+def test_a_reader_that_pauses_is_not_a_stalled_engine(mount, container):
+    """The stall timeout is about the engine: a reader that takes its time
+    between reads (a pager, a slow pipe) leaves its GET paused, and the
+    engine is not stalled for that. Pauses longer than the timeout (1 s
+    here) but shorter than the idle close (2 s) must not fail the next
+    read. (It passes without the stall clock's restart at each read too:
+    curl counts the bytes it reads on resuming before it asks the
+    progress callback.)"""
+    c = container()
+    # past the 64 MiB a listing keeps and the idle reaper drains
+    c.sh('mkdir /p; dd if=/dev/urandom of=/p/f bs=1048576 count=80 2>/dev/null')
+    digest = c.cp_sha256("/p/f")
+    m = mount("-o", "timeout=1")
+    fd = os.open(m.p(c, "/p/f"), os.O_RDONLY)
+    try:
+        h, n = hashlib.sha256(), 0
+        while True:
+            try:
+                b = os.read(fd, MIB)
+            except OSError as e:
+                pytest.fail(f"read at {n} after a pause: {errname(e.errno)}")
+            if not b:
+                break
+            h.update(b)
+            n += len(b)
+            if n <= 4 * MIB:
+                time.sleep(1.6)
+        assert n == 80 * MIB
+        assert h.hexdigest() == digest
+    finally:
+        os.close(fd)
