@@ -84,10 +84,12 @@ struct meta {
 	size_t nclaim, ndone;
 	/* relist_parent(): the directory being listed again for a walk,
 	 * the last one found not worth it (when), and the directory of the
-	 * last stale entry (which, when) */
+	 * last stale entry (which, when); the last directory walked that
+	 * was too small (when), and the last directory above two such
+	 * found not worth it either (when) */
 	bool relisting;
-	struct dirref relist, relist_no, seen;
-	double relist_no_at, seen_at;
+	struct dirref relist, relist_no, seen, small, up_no;
+	double relist_no_at, seen_at, small_at, up_no_at;
 	char seen_name[NAME_MAX + 1];
 };
 
@@ -537,6 +539,27 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 	pthread_mutex_unlock(&m->lock);
 }
 
+/* The deepest directory that holds both a and b (neither a root of the
+ * other's): "/x/y/a" and "/x/z" give "/x". */
+static void common_dir(const char *a, const char *b, char *out, size_t len)
+{
+	size_t n = 0, last = 0;
+
+	while (a[n] && a[n] == b[n]) {
+		if (a[n] == '/')
+			last = n;
+		n++;
+	}
+	if ((!a[n] || a[n] == '/') && (!b[n] || b[n] == '/'))
+		last = n; /* one is the other or below it */
+	if (last == 0)
+		last = 1; /* "/" */
+	if (last >= len)
+		last = len - 1;
+	memcpy(out, a, last);
+	out[last] = '\0';
+}
+
 /*
  * Whether dir's listing is better asked again whole (one GET of dir, probe
  * capped) than its entries one HEAD each: when many entries below it are
@@ -548,8 +571,8 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
  * The answer "no" is remembered for the TTL, so that a walk of a big
  * directory does not count its entries again at every step.
  */
-static bool relist_worth(struct meta *m, struct ctr *c, const char *dir,
-			 double now)
+static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
+			double now)
 {
 	bool podman = engine_is_podman(m->e);
 	size_t need = podman ? RELIST_PODMAN : RELIST_DOCKER;
@@ -557,15 +580,47 @@ static bool relist_worth(struct meta *m, struct ctr *c, const char *dir,
 	struct cache_subtree t;
 
 	if (cache_subtree(m->c, c->id, dir, PROBE_ENTRIES - 1, PROBE_TREE,
-			  now - m->ttl / 2, &t) < 0 ||
-	    t.stale < need || t.stale_children < need_child) {
-		relist_no(m, c, dir, now);
-		return false;
-	}
+			  now - m->ttl / 2, &t) < 0)
+		return -1; /* too big, or not all known */
+	if (t.stale < need || t.stale_children < need_child)
+		return 0;
 	log_dbg("'%s' in '%s': %zu entries to ask again, listed again "
 		"instead (%zu in all, about %lld KiB)",
 		dir, c->name, t.stale, t.entries, (long long)t.bytes / 1024);
-	return true;
+	return 1;
+}
+
+/*
+ * dir, walked, was too small to be worth a GET. A depth-first walk (cp -r,
+ * grep -r) through many small directories meets each of them that way,
+ * and none is worth a GET of its own: their parent may be. Once a second
+ * small directory is walked within the TTL, the directory above both
+ * (into up) is asked instead: a tree of small directories then costs one
+ * GET, not a HEAD per entry. Two are needed, so that `ls -la` of one
+ * small directory stays a HEAD per entry. True when up is worth it.
+ */
+static bool relist_above(struct meta *m, struct ctr *c, const char *dir,
+			 double now, char *up, size_t uplen)
+{
+	bool have;
+
+	pthread_mutex_lock(&m->lock);
+	have = now - m->small_at < m->ttl && strcmp(m->small.ns, c->id) == 0 &&
+	       strcmp(m->small.dir, dir) != 0;
+	if (have)
+		common_dir(m->small.dir, dir, up, uplen);
+	m->small_at = now;
+	dirref_set(&m->small, c, dir);
+	if (have && now - m->up_no_at < m->ttl && dirref_is(&m->up_no, c, up))
+		have = false; /* found not worth it within the TTL */
+	pthread_mutex_unlock(&m->lock);
+	if (!have || relist_worth(m, c, up, now) == 1)
+		return have;
+	pthread_mutex_lock(&m->lock);
+	m->up_no_at = now;
+	dirref_set(&m->up_no, c, up);
+	pthread_mutex_unlock(&m->lock);
+	return false;
 }
 
 /*
@@ -580,7 +635,8 @@ static bool relist_worth(struct meta *m, struct ctr *c, const char *dir,
 static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 {
 	const char *name = strrchr(path, '/') + 1;
-	char parent[PATH_MAX];
+	char parent[PATH_MAX], up[PATH_MAX];
+	const char *dir = parent;
 	double now = now_mono();
 	bool walk, whole = false;
 	int ret;
@@ -610,7 +666,14 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 		snprintf(m->seen_name, sizeof(m->seen_name), "%s", name);
 	}
 	pthread_mutex_unlock(&m->lock);
-	if (!walk || !relist_worth(m, c, parent, now))
+	if (!walk)
+		return false;
+	ret = relist_worth(m, c, parent, now);
+	if (ret < 1)
+		relist_no(m, c, parent, now);
+	if (ret == 0 && relist_above(m, c, parent, now, up, sizeof(up)))
+		dir = up;
+	else if (ret < 1)
 		return false;
 	pthread_mutex_lock(&m->lock);
 	if (m->relisting) { /* someone began meanwhile: ask as usual */
@@ -618,13 +681,19 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 		return false;
 	}
 	m->relisting = true;
-	dirref_set(&m->relist, c, parent);
+	dirref_set(&m->relist, c, dir);
 	pthread_mutex_unlock(&m->lock);
-	ret = load_tree(m, c, parent, PROBE_TREE, &whole);
+	ret = load_tree(m, c, dir, PROBE_TREE, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
 	 * for the TTL; the entries not reached are asked one by one */
-	if (ret < 0 || !whole)
+	if ((ret < 0 || !whole) && dir == parent) {
 		relist_no(m, c, parent, now);
+	} else if (ret < 0 || !whole) {
+		pthread_mutex_lock(&m->lock);
+		m->up_no_at = now;
+		dirref_set(&m->up_no, c, up);
+		pthread_mutex_unlock(&m->lock);
+	}
 	pthread_mutex_lock(&m->lock);
 	m->relisting = false;
 	pthread_cond_broadcast(&m->cond);

@@ -509,6 +509,43 @@ def test_walk_past_the_ttl_lists_a_small_tree_again(mount, container):
     assert "listed again" in log and heads <= 30, f"{heads} HEADs to walk 302 entries past the TTL"
 
 
+def test_a_walk_through_small_directories_lists_their_parent_again(mount, container):
+    """`cp -r` and `grep -r` go depth first: they stat a directory, then
+    the few entries inside it, then the next directory. Past the TTL no
+    directory of a few entries is worth a GET of its own, but once the
+    walk has gone through two of them, their common parent (a small tree
+    in all) is: one GET, not one HEAD per entry (/usr/share/locale,
+    /usr/share/doc of a Debian root)."""
+    c = container()
+    c.sh('mkdir /sw; for d in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19 '
+         '20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39; do mkdir /sw/d$d; '
+         'for f in a b c d e; do echo $d$f > /sw/d$d/$f; done; done; '
+         'touch -d "2020-01-01 00:00" /sw/d* /sw')
+    m = mount("-d")
+
+    def walk(d, out):
+        for n in sorted(os.listdir(d)):
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, m.p(c, "/sw"))] = os.lstat(p).st_size
+            if os.path.isdir(p):
+                walk(p, out)
+        return out
+
+    first = walk(m.p(c, "/sw"), {})
+    assert len(first) == 240 and first["d07/b"] == 4
+    c.sh("echo changed-in-place > /sw/d33/c")  # /sw/d33 keeps its mtime
+    time.sleep(1.5)
+    before = len(engine_log(m))
+    again = walk(m.p(c, "/sw"), {})
+    log = engine_log(m)[before:]
+    assert len(again) == 240 and again["d33/c"] == 17
+    gets = re.findall(r"engine: GET [0-9a-f]+:(/\S*) ", log)
+    heads = log.count("engine: HEAD")
+    # the first two directories and what the thread asked ahead: a few,
+    # not one per entry
+    assert "/sw" in gets and heads <= 40, f"{heads} HEADs and GETs {gets} to walk 240 entries"
+
+
 def test_a_file_grown_past_the_cap_stops_the_relist_once(mount, container):
     """The cached listings promised a small tree, but a file in a
     subdirectory grew past the 8 MiB cap meanwhile (in place: no directory
