@@ -628,24 +628,6 @@ static int ctrfs_symlink(const char *target, const char *path)
 	return create_entry(path, S_IFLNK | 0777, target);
 }
 
-/* The longest common directory of two absolute paths. */
-static void common_dir(const char *a, const char *b, char *out, size_t len)
-{
-	size_t n = 0, last = 0;
-
-	while (a[n] && a[n] == b[n]) {
-		if (a[n] == '/')
-			last = n;
-		n++;
-	}
-	if (last == 0)
-		last = 1;
-	if (last >= len)
-		last = len - 1;
-	memcpy(out, a, last);
-	out[last] = '\0';
-}
-
 static int ctrfs_link(const char *from, const char *to)
 {
 	struct fs *fs = fs_get();
@@ -673,7 +655,7 @@ static int ctrfs_link(const char *from, const char *to)
 	if (ret < 0)
 		goto out_put;
 	/* the engine resolves a hard link's target inside the PUT's dir */
-	common_dir(ifrom, ito, dir, sizeof(dir));
+	pathmap_common(ifrom, ito, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	memset(&te, 0, sizeof(te));
 	te.name = ito + dlen;

@@ -539,27 +539,6 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 	pthread_mutex_unlock(&m->lock);
 }
 
-/* The deepest directory that holds both a and b (neither a root of the
- * other's): "/x/y/a" and "/x/z" give "/x". */
-static void common_dir(const char *a, const char *b, char *out, size_t len)
-{
-	size_t n = 0, last = 0;
-
-	while (a[n] && a[n] == b[n]) {
-		if (a[n] == '/')
-			last = n;
-		n++;
-	}
-	if ((!a[n] || a[n] == '/') && (!b[n] || b[n] == '/'))
-		last = n; /* one is the other or below it */
-	if (last == 0)
-		last = 1; /* "/" */
-	if (last >= len)
-		last = len - 1;
-	memcpy(out, a, last);
-	out[last] = '\0';
-}
-
 /*
  * Whether dir's listing is better asked again whole (one GET of dir, probe
  * capped) than its entries one HEAD each: when many entries below it are
@@ -607,8 +586,12 @@ static bool relist_above(struct meta *m, struct ctr *c, const char *dir,
 	pthread_mutex_lock(&m->lock);
 	have = now - m->small_at < m->ttl && strcmp(m->small.ns, c->id) == 0 &&
 	       strcmp(m->small.dir, dir) != 0;
-	if (have)
-		common_dir(m->small.dir, dir, up, uplen);
+	if (have && pathmap_is_under(dir, m->small.dir))
+		snprintf(up, uplen, "%s", m->small.dir);
+	else if (have && pathmap_is_under(m->small.dir, dir))
+		snprintf(up, uplen, "%s", dir);
+	else if (have)
+		pathmap_common(m->small.dir, dir, up, uplen);
 	m->small_at = now;
 	dirref_set(&m->small, c, dir);
 	if (have && now - m->up_no_at < m->ttl && dirref_is(&m->up_no, c, up))

@@ -156,6 +156,23 @@ int pathmap_parent(const char *path, char *out, size_t outlen)
 	return 0;
 }
 
+void pathmap_common(const char *a, const char *b, char *out, size_t outlen)
+{
+	size_t n = 0, last = 0;
+
+	while (a[n] && a[n] == b[n]) {
+		if (a[n] == '/')
+			last = n;
+		n++;
+	}
+	if (last == 0)
+		last = 1;
+	if (last >= outlen)
+		last = outlen - 1;
+	memcpy(out, a, last);
+	out[last] = '\0';
+}
+
 int pathmap_child(const char *dir, const char *name, char *out, size_t outlen)
 {
 	int n =

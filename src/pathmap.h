@@ -33,6 +33,13 @@ int pathmap_link(const char *linkpath, const char *target, char *out,
 int pathmap_parent(const char *path, char *out, size_t outlen);
 
 /*
+ * Copies the deepest directory that holds the entries a and b (absolute
+ * paths, neither below the other) into out: "/x/y" and "/x/z" give "/x",
+ * "/a" and "/b" give "/". Truncated to outlen - 1 bytes.
+ */
+void pathmap_common(const char *a, const char *b, char *out, size_t outlen);
+
+/*
  * Copies the path of entry name of directory dir into out ("/a" + "b" ->
  * "/a/b", "/" + "b" -> "/b"). 0, or -ENAMETOOLONG when out is too small.
  */

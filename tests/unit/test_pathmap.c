@@ -335,6 +335,22 @@ static void test_parent(void)
 		  -ENAMETOOLONG);
 }
 
+static void test_common(void)
+{
+	char out[64];
+
+	pathmap_common("/x/y", "/x/z", out, sizeof(out));
+	CHECK_STR(out, "/x");
+	pathmap_common("/x/a", "/x/a2", out, sizeof(out));
+	CHECK_STR(out, "/x");
+	pathmap_common("/u/s/doc/a", "/u/s/doc/b/c", out, sizeof(out));
+	CHECK_STR(out, "/u/s/doc");
+	pathmap_common("/a", "/b", out, sizeof(out));
+	CHECK_STR(out, "/");
+	pathmap_common("/ab", "/ac", out, sizeof(out));
+	CHECK_STR(out, "/");
+}
+
 static void test_child(void)
 {
 	char out[8];
@@ -370,6 +386,7 @@ int main(void)
 	test_link_property();
 	test_is_under();
 	test_parent();
+	test_common();
 	test_child();
 	return check_report();
 }
