@@ -529,14 +529,21 @@ static bool absent(struct meta *m, struct ctr *c, const char *path)
 	return cache_in_listing(m->c, c->id, path, now_mono() - m->ttl) == 0;
 }
 
+/* Sets one of the memos of relist_parent() to dir, as of now. */
+static void memo(struct meta *m, struct dirref *r, double *at, struct ctr *c,
+		 const char *dir, double now)
+{
+	pthread_mutex_lock(&m->lock);
+	*at = now;
+	dirref_set(r, c, dir);
+	pthread_mutex_unlock(&m->lock);
+}
+
 /* Remembers that dir is not worth listing again, for the TTL. */
 static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 		      double now)
 {
-	pthread_mutex_lock(&m->lock);
-	m->relist_no_at = now;
-	dirref_set(&m->relist_no, c, dir);
-	pthread_mutex_unlock(&m->lock);
+	memo(m, &m->relist_no, &m->relist_no_at, c, dir, now);
 }
 
 /*
@@ -599,10 +606,7 @@ static bool relist_above(struct meta *m, struct ctr *c, const char *dir,
 	pthread_mutex_unlock(&m->lock);
 	if (!have || relist_worth(m, c, up, now) == 1)
 		return have;
-	pthread_mutex_lock(&m->lock);
-	m->up_no_at = now;
-	dirref_set(&m->up_no, c, up);
-	pthread_mutex_unlock(&m->lock);
+	memo(m, &m->up_no, &m->up_no_at, c, up, now);
 	return false;
 }
 
@@ -669,14 +673,10 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	ret = load_tree(m, c, dir, PROBE_TREE, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
 	 * for the TTL; the entries not reached are asked one by one */
-	if ((ret < 0 || !whole) && dir == parent) {
+	if ((ret < 0 || !whole) && dir == parent)
 		relist_no(m, c, parent, now);
-	} else if (ret < 0 || !whole) {
-		pthread_mutex_lock(&m->lock);
-		m->up_no_at = now;
-		dirref_set(&m->up_no, c, up);
-		pthread_mutex_unlock(&m->lock);
-	}
+	else if (ret < 0 || !whole)
+		memo(m, &m->up_no, &m->up_no_at, c, up, now);
 	pthread_mutex_lock(&m->lock);
 	m->relisting = false;
 	pthread_cond_broadcast(&m->cond);
