@@ -656,12 +656,13 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	if (!walk)
 		return false;
 	ret = relist_worth(m, c, parent, now);
-	if (ret < 1)
+	if (ret < 1) {
 		relist_no(m, c, parent, now);
-	if (ret == 0 && relist_above(m, c, parent, now, up, sizeof(up)))
+		/* too big: what is above it is bigger still */
+		if (ret < 0 || !relist_above(m, c, parent, now, up, sizeof(up)))
+			return false;
 		dir = up;
-	else if (ret < 1)
-		return false;
+	}
 	pthread_mutex_lock(&m->lock);
 	if (m->relisting) { /* someone began meanwhile: ask as usual */
 		pthread_mutex_unlock(&m->lock);
@@ -674,9 +675,9 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	/* stopped at a cap (the estimate was short) or failed: not again
 	 * for the TTL; the entries not reached are asked one by one */
 	if ((ret < 0 || !whole) && dir == parent)
-		relist_no(m, c, parent, now);
+		relist_no(m, c, dir, now);
 	else if (ret < 0 || !whole)
-		memo(m, &m->up_no, &m->up_no_at, c, up, now);
+		memo(m, &m->up_no, &m->up_no_at, c, dir, now);
 	pthread_mutex_lock(&m->lock);
 	m->relisting = false;
 	pthread_cond_broadcast(&m->cond);

@@ -514,8 +514,8 @@ def test_a_walk_through_small_directories_lists_their_parent_again(mount, contai
     the few entries inside it, then the next directory. Past the TTL no
     directory of a few entries is worth a GET of its own, but once the
     walk has gone through two of them, their common parent (a small tree
-    in all) is: one GET, not one HEAD per entry (/usr/share/locale,
-    /usr/share/doc of a Debian root)."""
+    in all) is: one GET, not one HEAD per entry (/usr/share/man/*/ of a
+    Debian root)."""
     c = container()
     c.sh('mkdir /sw; for d in 00 01 02 03 04 05 06 07 08 09 10 11 12 13 14 15 16 17 18 19 '
          '20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39; do mkdir /sw/d$d; '
