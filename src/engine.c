@@ -1127,10 +1127,19 @@ static int exec_errno(int status, const char *err)
 	return -EIO;
 }
 
-/* Keeps the stderr frames of a multiplexed exec stream, bounded. */
-static void demux(const char *p, size_t n, char *err, size_t errlen)
+/* Keeps the stderr frames of a multiplexed exec stream, bounded, and
+ * gathers the stdout frames in place at the start of the stream (out, when
+ * not NULL: *outlen bytes). */
+static void demux(char *p, size_t n, char *err, size_t errlen, char **out,
+		  size_t *outlen)
 {
 	size_t used = strlen(err);
+	char *o = p;
+
+	if (out) {
+		*out = p;
+		*outlen = 0;
+	}
 
 	while (n >= 8) {
 		size_t len = ((size_t)(unsigned char)p[4] << 24) |
@@ -1146,6 +1155,11 @@ static void demux(const char *p, size_t n, char *err, size_t errlen)
 			memcpy(err + used, p + 8, c);
 			used += c;
 			err[used] = '\0';
+		} else if (p[0] == 1 && out) {
+			/* behind p: what is moved was read already */
+			memmove(o, p + 8, k);
+			o += k;
+			*outlen += k;
 		}
 		p += 8 + k;
 		n -= 8 + k;
@@ -1155,12 +1169,21 @@ static void demux(const char *p, size_t n, char *err, size_t errlen)
 int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 		int *status, char *msg, size_t msglen)
 {
+	return engine_exec_out(e, ctr, argv, status, msg, msglen, NULL, NULL);
+}
+
+int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
+		    int *status, char *msg, size_t msglen, char **out,
+		    size_t *outlen)
+{
 	struct json_object *req, *cmd, *root, *v;
 	struct engine_reply r;
 	char path[512], id[80];
 	int ret;
 
 	msg[0] = '\0';
+	if (out)
+		*out = NULL;
 	preempt(e, ctr);
 	req = json_object_new_object();
 	cmd = json_object_new_array();
@@ -1204,21 +1227,46 @@ int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 		engine_reply_free(&r);
 		return -EIO;
 	}
-	if (r.body)
-		demux(r.body, r.len, msg, msglen);
+	if (out) {
+		char *o = NULL;
+		size_t olen = 0;
+
+		if (r.body)
+			demux(r.body, r.len, msg, msglen, &o, &olen);
+		/* the body becomes the output: NUL-terminated, as the reply
+		 * keeps a byte past its end */
+		*out = r.body ? r.body : calloc(1, 1);
+		*outlen = olen;
+		if (r.body)
+			r.body[olen] = '\0';
+		r.body = NULL;
+		if (!*out) {
+			engine_reply_free(&r);
+			return -ENOMEM;
+		}
+	} else if (r.body) {
+		demux(r.body, r.len, msg, msglen, NULL, NULL);
+	}
 	engine_reply_free(&r);
 
 	snprintf(path, sizeof(path), "/exec/%s/json", id);
 	ret = engine_request(e, "GET", path, &r);
-	if (ret < 0)
-		return -EIO;
-	root = (r.status == 200 && r.body) ? json_tokener_parse(r.body) : NULL;
-	engine_reply_free(&r);
+	root = (ret == 0 && r.status == 200 && r.body)
+		   ? json_tokener_parse(r.body)
+		   : NULL;
+	if (ret == 0)
+		engine_reply_free(&r);
 	if (!root || !json_object_object_get_ex(root, "ExitCode", &v)) {
 		json_object_put(root);
-		return -EIO;
+		ret = -EIO;
+	} else {
+		*status = json_object_get_int(v);
+		json_object_put(root);
+		ret = exec_errno(*status, msg);
 	}
-	*status = json_object_get_int(v);
-	json_object_put(root);
-	return exec_errno(*status, msg);
+	if (ret < 0 && out) {
+		free(*out);
+		*out = NULL;
+	}
+	return ret;
 }

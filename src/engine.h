@@ -139,6 +139,13 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
 		int *status, char *msg, size_t msglen);
 
+/* The same, keeping the tool's standard output: on success *out holds
+ * *outlen bytes and a NUL after them (free() it); on failure *out is NULL.
+ * The output is bounded by the size of a reply the engine may send. */
+int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
+		    int *status, char *msg, size_t msglen, char **out,
+		    size_t *outlen);
+
 /* Next block of the body: its length, 0 at a clean end, or -errno. The
  * block stays valid until the next call. */
 ssize_t engine_stream_read(struct engine_stream *s, const void **buf);
