@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,14 @@
 #define RELIST_PODMAN_CHILD 1
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
+/* A full listing stops before a file of LIST_BIG_FILE or more that would
+ * take its tar past LIST_BIG_TOTAL, and lists the directory by exec
+ * instead (list_by_exec()): an exec costs about what 100-150 MiB of
+ * streamed tar do, and a listing has no use for the data. */
+#define LIST_BIG_FILE  PREFETCH_MAX
+#define LIST_BIG_TOTAL ((off_t)256 << 20)
+/* Containers remembered to lack `find` or `stat` (or to refuse exec). */
+#define NO_EXEC_MAX 16
 
 /* Where a walk through a directory was seen to need a HEAD: the siblings
  * after name, in listing order, are the walk's next steps. */
@@ -91,6 +100,9 @@ struct meta {
 	struct dirref relist, relist_no, seen, small, up_no;
 	double relist_no_at, seen_at, small_at, up_no_at;
 	char seen_name[NAME_MAX + 1];
+	/* list_by_exec() failed for want of the tools: the oldest goes */
+	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
+	size_t no_exec_next;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -503,7 +515,7 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 }
 
 static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
-		     bool *whole);
+		     bool stop_big, bool *whole);
 
 /*
  * Whether path's directory has a listing, whole as of less than the TTL
@@ -671,7 +683,7 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	m->relisting = true;
 	dirref_set(&m->relist, c, dir);
 	pthread_mutex_unlock(&m->lock);
-	ret = load_tree(m, c, dir, PROBE_TREE, &whole);
+	ret = load_tree(m, c, dir, PROBE_TREE, false, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
 	 * for the TTL; the entries not reached are asked one by one */
 	if ((ret < 0 || !whole) && dir == parent)
@@ -735,7 +747,7 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		/* a directory's owner comes with the start of its tar, and
 		 * a small subtree with its listings for little more */
 		ret = S_ISDIR(a.st.st_mode)
-			  ? load_tree(m, c, path, PROBE_TREE, NULL)
+			  ? load_tree(m, c, path, PROBE_TREE, false, NULL)
 			  : probe(m, c, path);
 		if (ret < 0)
 			return ret;
@@ -1061,9 +1073,10 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 /* One GET of dir: caches every entry of the subtree and the listing of
  * every directory in it.  With a cap (a probe), stops once the body passed
  * cap bytes or PROBE_ENTRIES entries: what was seen is cached, listings not
- * seen whole are not. *whole (when not NULL): whether it read all of it. */
+ * seen whole are not. With stop_big, stops the same way before a big file
+ * (LIST_BIG_FILE). *whole (when not NULL): whether it read all of it. */
 static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
-		     bool *whole)
+		     bool stop_big, bool *whole)
 {
 	struct loader l = {.m = m, .c = c, .dir = dir, .defer = cap > 0};
 	struct engine_stream *s;
@@ -1088,20 +1101,22 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
 	while ((ret = tarstream_next(t, &te)) == 0) {
 		/* past the cap (or about to be, with this entry's data):
 		 * keep this header, read no further */
-		bool last =
-		    cap && (engine_stream_bytes(s) + te.st.st_size > cap ||
-			    entries >= PROBE_ENTRIES);
+		off_t upto = engine_stream_bytes(s) + te.st.st_size;
+		bool last = cap && (upto > cap || entries >= PROBE_ENTRIES);
+		bool big = stop_big && S_ISREG(te.st.st_mode) && !te.hardlink &&
+			   te.st.st_size >= LIST_BIG_FILE &&
+			   upto > LIST_BIG_TOTAL;
 
 		entries++;
-		if (last)
+		if (last || big)
 			l.no_data = true;
 		ret = load_entry(&l, &te);
 		if (ret < 0) {
 			log_fail(c, "list", dir, "unexpected archive layout");
 			break;
 		}
-		if (last) {
-			ret = 2;
+		if (last || big) {
+			ret = last ? 2 : 3;
 			break;
 		}
 	}
@@ -1118,14 +1133,164 @@ static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
 	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
 		entries, (now_mono() - t0) * 1e3,
 		ret == 2    ? " (stopped at the cap)"
+		: ret == 3  ? " (stopped before a big file)"
 		: l.shallow ? " (cache full: depth one kept)"
 			    : "");
 	if (whole)
 		*whole = ret == 1;
-	ret = ret == 1 || ret == 2 ? 0 : ret;
+	ret = ret >= 1 && ret <= 3 ? 0 : ret;
 	tarstream_free(t);
 out_stream:
 	engine_stream_free(s);
+	return ret;
+}
+
+static bool exec_listing_ok(struct meta *m, const struct ctr *c)
+{
+	bool ok = c->running;
+
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; ok && i < NO_EXEC_MAX; i++)
+		ok = strcmp(m->no_exec[i], c->id) != 0;
+	pthread_mutex_unlock(&m->lock);
+	return ok;
+}
+
+static void no_exec_listing(struct meta *m, const struct ctr *c)
+{
+	pthread_mutex_lock(&m->lock);
+	snprintf(m->no_exec[m->no_exec_next], sizeof(m->no_exec[0]), "%s",
+		 c->id);
+	m->no_exec_next = (m->no_exec_next + 1) % NO_EXEC_MAX;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * One line of `stat -c '%f %u %g %s %Y %h %t %T %n'` for a child of dir
+ * (prefix: dir and a slash, or "/"): its attributes in *a, its name in
+ * *name (in line). 0, or -EIO for a line that does not parse: a name with
+ * a newline in it, or a tool that prints something else.
+ */
+static int parse_stat_line(char *line, const char *prefix, struct stat *st,
+			   char **name)
+{
+	unsigned int mode, dmaj, dmin;
+	unsigned long uid, gid, nlink;
+	long long size, mtime;
+	size_t plen = strlen(prefix);
+	int used = -1;
+
+	if (sscanf(line, "%x %lu %lu %lld %lld %lu %x %x%n", &mode, &uid, &gid,
+		   &size, &mtime, &nlink, &dmaj, &dmin, &used) != 8 ||
+	    used < 0 || line[used] != ' ' || size < 0)
+		return -EIO;
+	*name = line + used + 1;
+	if (strncmp(*name, prefix, plen) != 0 || !(*name)[plen] ||
+	    strchr(*name + plen, '/'))
+		return -EIO;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = (mode_t)mode;
+	st->st_uid = (uid_t)uid;
+	st->st_gid = (gid_t)gid;
+	/* as a tar header has it: a directory has no size */
+	st->st_size = S_ISDIR(st->st_mode) ? 0 : (off_t)size;
+	st->st_mtim.tv_sec = (time_t)mtime;
+	st->st_nlink = (nlink_t)nlink;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		st->st_rdev = makedev(dmaj, dmin);
+	fill_defaults(st);
+	return 0;
+}
+
+/*
+ * Lists dir by exec, for a listing that stopped before a big file:
+ * `find DIR -mindepth 1 -maxdepth 1 -exec stat -c ... {} +` (busybox and
+ * GNU alike) gives each child's type, mode, owner, size, mtime, link
+ * count and device. Children the stopped GET has just cached (since)
+ * stay as its tar said, contents included; a symlink's target is asked
+ * when read. 0, or -errno (the caller then reads the whole tree).
+ */
+static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
+			double since)
+{
+	const char *argv[] = {
+	    "find", dir,     "-mindepth", "1",	"-maxdepth",
+	    "1",    "-exec", "stat",	  "-c", "%f %u %g %s %Y %h %t %T %n",
+	    "{}",   "+",     NULL};
+	char prefix[PATH_MAX], msg[512];
+	char *out, *line, *names = NULL, **v = NULL;
+	size_t outlen, n = 0, cap = 0, bytes = 0;
+	long snapshot = engine_now(m->e);
+	double t0 = now_mono();
+	int status = 0, ret;
+
+	snprintf(prefix, sizeof(prefix), "%s/", strcmp(dir, "/") ? dir : "");
+	ret = engine_exec_out(m->e, c->id, argv, &status, msg, sizeof(msg),
+			      &out, &outlen);
+	if (ret < 0) {
+		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
+			"tree is read",
+			dir, c->name, msg[0] ? msg : strerror(-ret));
+		return ret;
+	}
+	for (line = out; line < out + outlen;) {
+		char *nl = memchr(line, '\n', (size_t)(out + outlen - line));
+		struct cache_attr a = {.flags = CACHE_OWNER}, old;
+		char *path;
+
+		ret = -EIO;
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (parse_stat_line(line, prefix, &a.st, &path) < 0)
+			break;
+		line = nl + 1;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			char **nv = realloc(v, nc * sizeof(*nv));
+
+			ret = -ENOMEM;
+			if (!nv)
+				break;
+			v = nv;
+			cap = nc;
+		}
+		v[n++] = path + strlen(prefix);
+		bytes += strlen(path + strlen(prefix)) + 1;
+		if (cache_get(m->c, c->id, path, &old, NULL, 0) == 0 &&
+		    (old.flags & CACHE_OWNER) && old.validated >= since)
+			continue; /* just read from the tar */
+		a.validated = now_mono();
+		cache_put(m->c, c->id, path, &a, NULL);
+	}
+	if (line == out + outlen) {
+		char *p;
+
+		ret = -ENOMEM;
+		qsort(v, n, sizeof(*v), cmp_names); /* the tar's order */
+		p = names = malloc(bytes ? bytes : 1);
+		for (size_t i = 0; names && i < n; i++)
+			p = stpcpy(p, v[i]) + 1;
+		if (names)
+			ret = cache_set_listing(m->c, c->id, dir, names, n,
+						bytes, snapshot);
+	}
+	if (ret < 0)
+		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
+			"tree is read",
+			dir, c->name,
+			ret == -EIO ? "output not understood" : strerror(-ret));
+	else
+		log_dbg("listed '%s' in '%s' by exec: %zu entries in %.1f ms",
+			dir, c->name, n, (now_mono() - t0) * 1e3);
+	free(names);
+	free(v);
+	free(out);
 	return ret;
 }
 
@@ -1133,6 +1298,7 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out)
 {
 	struct cache_attr a;
+	bool by_exec = exec_listing_ok(m, c);
 	int ret, tries = 0;
 
 	for (;;) {
@@ -1146,11 +1312,22 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		ret = cache_listing(m->c, c->id, dir, out);
 		if (ret == 0)
 			return 0;
+		double t0 = now_mono();
+		bool whole = true;
+
 		if (tries++ == 2)
 			break;
-		ret = load_tree(m, c, dir, 0, NULL);
+		ret = load_tree(m, c, dir, 0, by_exec, &whole);
 		if (ret < 0)
 			return ret;
+		if (!whole && by_exec &&
+		    (ret = list_by_exec(m, c, dir, t0)) < 0) {
+			/* not counted: it could not give a listing */
+			if (ret == -EOPNOTSUPP)
+				no_exec_listing(m, c);
+			by_exec = false;
+			tries--;
+		}
 	}
 	log_fail(c, "list", dir, "the cache cannot hold the listing");
 	return -EIO;

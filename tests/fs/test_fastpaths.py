@@ -9,7 +9,8 @@ import re
 import struct
 import time
 
-from conftest import call_with_timeout, host_tree, read_file, run_tool, sha256_file, tar_tree, tree_diff, wait_for
+from conftest import (call_with_timeout, compare_stat, host_tree, read_file, run_tool, sha256_file, tar_tree,
+                      tree_diff, wait_for)
 
 
 def engine_log(m):
@@ -743,3 +744,60 @@ def getdents(fd, size=4096):
         names.append(buf.raw[off + 19:off + reclen].split(b"\0", 1)[0].decode())
         off += reclen
     return names
+
+
+def _get_bytes(log, path):
+    """Body bytes of each GET of path in the -d log."""
+    return [int(n) for n in re.findall(r"engine: GET [0-9a-f]+:" + re.escape(path) + r" -> 200, (\d+) bytes", log)]
+
+
+def test_a_directory_with_a_big_file_is_listed_by_exec(mount, container):
+    """A directory's GET streams every file in it: `ls` of a directory
+    holding a 300 MiB file would read 300 MiB. The listing stops before
+    the big file and asks `find ... -exec stat` for the rest: every entry
+    as the container's own stat has it, with the tar's data kept for what
+    came before."""
+    c = container()
+    c.sh('mkdir -p /bd/sub; echo a > /bd/aa; truncate -s 300M /bd/big; echo x > /bd/sub/a; '
+         'echo y > /bd/zz; ln -s zz /bd/lnk; mkfifo /bd/fifo; mknod /bd/nul c 1 3; '
+         'echo s > "/bd/with space"; chown 12:34 /bd/zz; chmod 640 /bd/zz; '
+         'touch -d "2021-02-03 04:05:06" /bd/zz')
+    m = mount("-d")
+    names = sorted(os.listdir(m.p(c, "/bd")))
+    log = engine_log(m)
+    assert names == ["aa", "big", "fifo", "lnk", "nul", "sub", "with space", "zz"]
+    assert "(stopped before a big file)" in log and "listed '/bd' in" in log and "by exec" in log, log[-3000:]
+    assert all(n < (1 << 20) for n in _get_bytes(log, "/bd")), _get_bytes(log, "/bd")
+    for n in names:
+        assert compare_stat(c, m.p(c, "/bd/" + n), "/bd/" + n) == {}, n
+    st = os.lstat(m.p(c, "/bd/nul"))
+    assert (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 3)
+    assert os.readlink(m.p(c, "/bd/lnk")) == "zz"
+    assert read_file(m.p(c, "/bd/zz")) == b"y\n" and read_file(m.p(c, "/bd/aa")) == b"a\n"
+    assert os.listdir(m.p(c, "/bd/sub")) == ["a"] and read_file(m.p(c, "/bd/sub/a")) == b"x\n"
+    assert os.lstat(m.p(c, "/bd/big")).st_size == 300 << 20
+
+
+def test_a_big_directory_without_find_is_streamed(mount, container):
+    """Without `find` in the container the listing reads the whole tree, as
+    before, and the next one does not try exec again."""
+    c = container()
+    c.sh("mkdir /b1 /b2; truncate -s 260M /b1/big /b2/big; echo z > /b1/z; echo z > /b2/z; rm /bin/find")
+    m = mount("-d")
+    assert sorted(os.listdir(m.p(c, "/b1"))) == ["big", "z"]
+    assert sorted(os.listdir(m.p(c, "/b2"))) == ["big", "z"]
+    log = engine_log(m)
+    assert log.count("by exec (") == 1, log[-3000:]
+    assert len(re.findall(r"engine: POST /containers/[0-9a-f]+/exec ", log)) == 1
+    assert max(_get_bytes(log, "/b2")) > 260 << 20
+
+
+def test_a_big_directory_with_a_newline_in_a_name_is_streamed(mount, container):
+    """stat prints a name with a newline in it over two lines: that output
+    is not trusted, and the listing reads the whole tree instead."""
+    c = container()
+    c.sh('mkdir /bn; truncate -s 260M /bn/big; echo q > "/bn/two\nlines"')
+    m = mount("-d")
+    assert sorted(os.listdir(m.p(c, "/bn"))) == ["big", "two\nlines"]
+    assert "output not understood" in engine_log(m)
+    assert read_file(m.p(c, "/bn/two\nlines")) == b"q\n"
