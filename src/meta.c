@@ -44,7 +44,7 @@
  * streamed tar do, and a listing has no use for the data. */
 #define LIST_BIG_FILE  PREFETCH_MAX
 #define LIST_BIG_TOTAL ((off_t)256 << 20)
-/* Containers remembered to lack `find` or `stat` (or to refuse exec). */
+/* Containers remembered to lack `find` or `stat`. */
 #define NO_EXEC_MAX 16
 
 /* Where a walk through a directory was seen to need a HEAD: the siblings
@@ -100,7 +100,7 @@ struct meta {
 	struct dirref relist, relist_no, seen, small, up_no;
 	double relist_no_at, seen_at, small_at, up_no_at;
 	char seen_name[NAME_MAX + 1];
-	/* list_by_exec() failed for want of the tools: the oldest goes */
+	/* list_by_exec() found no find or stat in them: the oldest goes */
 	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
 	size_t no_exec_next;
 };
@@ -1213,10 +1213,11 @@ static int parse_stat_line(char *line, const char *prefix, struct stat *st,
  * GNU alike) gives each child's type, mode, owner, size, mtime, link
  * count and device. Children the stopped GET has just cached (since)
  * stay as its tar said, contents included; a symlink's target is asked
- * when read. 0, or -errno (the caller then reads the whole tree).
+ * when read. 0, or -errno (the caller then reads the whole tree), and
+ * the tool's exit status in *status (126 or 127: no find or stat).
  */
 static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
-			double since)
+			double since, int *status)
 {
 	const char *argv[] = {
 	    "find", dir,     "-mindepth", "1",	"-maxdepth",
@@ -1227,11 +1228,12 @@ static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
 	size_t outlen, n = 0, cap = 0, bytes = 0;
 	long snapshot = engine_now(m->e);
 	double t0 = now_mono();
-	int status = 0, ret;
+	int ret;
 
 	snprintf(prefix, sizeof(prefix), "%s/", strcmp(dir, "/") ? dir : "");
-	ret = engine_exec_out(m->e, c->id, argv, &status, msg, sizeof(msg),
-			      &out, &outlen);
+	*status = 0;
+	ret = engine_exec_out(m->e, c->id, argv, status, msg, sizeof(msg), &out,
+			      &outlen);
 	if (ret < 0) {
 		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
 			"tree is read",
@@ -1298,8 +1300,9 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out)
 {
 	struct cache_attr a;
-	bool by_exec = exec_listing_ok(m, c);
-	int ret, tries = 0;
+	bool by_exec = exec_listing_ok(m, c), whole;
+	int ret, tries = 0, status;
+	double t0;
 
 	for (;;) {
 		bool have = cache_get(m->c, c->id, dir, &a, NULL, 0) == 0;
@@ -1312,18 +1315,16 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		ret = cache_listing(m->c, c->id, dir, out);
 		if (ret == 0)
 			return 0;
-		double t0 = now_mono();
-		bool whole = true;
-
 		if (tries++ == 2)
 			break;
+		t0 = now_mono();
 		ret = load_tree(m, c, dir, 0, by_exec, &whole);
 		if (ret < 0)
 			return ret;
 		if (!whole && by_exec &&
-		    (ret = list_by_exec(m, c, dir, t0)) < 0) {
+		    (ret = list_by_exec(m, c, dir, t0, &status)) < 0) {
 			/* not counted: it could not give a listing */
-			if (ret == -EOPNOTSUPP)
+			if (status == 126 || status == 127) /* no such tool */
 				no_exec_listing(m, c);
 			by_exec = false;
 			tries--;
