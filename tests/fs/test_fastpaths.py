@@ -801,3 +801,27 @@ def test_a_big_directory_with_a_newline_in_a_name_is_streamed(mount, container):
     assert sorted(os.listdir(m.p(c, "/bn"))) == ["big", "two\nlines"]
     assert "output not understood" in engine_log(m)
     assert read_file(m.p(c, "/bn/two\nlines")) == b"q\n"
+
+
+def test_a_big_file_below_a_directory_leaves_each_level_to_its_own_exec(mount, container):
+    """The big file lies two levels down: the listing of the top stops in
+    the middle of a subdirectory, whose listing is not whole either. Each
+    directory open at the stop is listed by exec when it is read; those
+    the GET had closed before it keep the tar's listing."""
+    c = container()
+    c.sh("mkdir -p /bt/a/ab /bt/b /bt/0; echo 0 > /bt/0/zero; echo i > /bt/a/ab/i; "
+         "truncate -s 270M /bt/a/big; echo z > /bt/a/z; echo c > /bt/b/c; echo t > /bt/top")
+    m = mount("-d")
+    assert sorted(os.listdir(m.p(c, "/bt"))) == ["0", "a", "b", "top"]
+    assert sorted(os.listdir(m.p(c, "/bt/a"))) == ["ab", "big", "z"]
+    assert os.listdir(m.p(c, "/bt/a/ab")) == ["i"] and os.listdir(m.p(c, "/bt/0")) == ["zero"]
+    assert os.listdir(m.p(c, "/bt/b")) == ["c"]
+    assert read_file(m.p(c, "/bt/a/z")) == b"z\n" and read_file(m.p(c, "/bt/top")) == b"t\n"
+    assert read_file(m.p(c, "/bt/0/zero")) == b"0\n"
+    log = engine_log(m)
+    assert "listed '/bt' in" in log and "listed '/bt/a' in" in log
+    assert len(re.findall(r"listed '/bt(/a)?' in '[^']+' by exec", log)) == 2, log[-3000:]
+    # the GET of /bt had closed /bt/0 and /bt/a/ab before the stop
+    assert not re.search(r"engine: GET [0-9a-f]+:/bt/(0|a/ab) ", log)
+    for p in ("/bt", "/bt/a"):
+        assert all(n < (1 << 20) for n in _get_bytes(log, p)), (p, _get_bytes(log, p))
