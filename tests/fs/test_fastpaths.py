@@ -760,12 +760,12 @@ def test_a_directory_with_a_big_file_is_listed_by_exec(mount, container):
     c = container()
     c.sh('mkdir -p /bd/sub; echo a > /bd/aa; truncate -s 300M /bd/big; echo x > /bd/sub/a; '
          'echo y > /bd/zz; ln -s zz /bd/lnk; mkfifo /bd/fifo; mknod /bd/nul c 1 3; '
-         'echo s > "/bd/with space"; chown 12:34 /bd/zz; chmod 640 /bd/zz; '
-         'touch -d "2021-02-03 04:05:06" /bd/zz')
+         'echo s > "/bd/with space"; echo l > "/bd/ lead"; echo t > "/bd/trail "; '
+         'chown 12:34 /bd/zz; chmod 640 /bd/zz; touch -d "2021-02-03 04:05:06" /bd/zz')
     m = mount("-d")
     names = sorted(os.listdir(m.p(c, "/bd")))
     log = engine_log(m)
-    assert names == ["aa", "big", "fifo", "lnk", "nul", "sub", "with space", "zz"]
+    assert names == [" lead", "aa", "big", "fifo", "lnk", "nul", "sub", "trail ", "with space", "zz"]
     assert "(stopped before a big file)" in log and "listed '/bd' in" in log and "by exec" in log, log[-3000:]
     assert all(n < (1 << 20) for n in _get_bytes(log, "/bd")), _get_bytes(log, "/bd")
     for n in names:
@@ -774,6 +774,7 @@ def test_a_directory_with_a_big_file_is_listed_by_exec(mount, container):
     assert (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 3)
     assert os.readlink(m.p(c, "/bd/lnk")) == "zz"
     assert read_file(m.p(c, "/bd/zz")) == b"y\n" and read_file(m.p(c, "/bd/aa")) == b"a\n"
+    assert read_file(m.p(c, "/bd/ lead")) == b"l\n" and read_file(m.p(c, "/bd/trail ")) == b"t\n"
     assert os.listdir(m.p(c, "/bd/sub")) == ["a"] and read_file(m.p(c, "/bd/sub/a")) == b"x\n"
     assert os.lstat(m.p(c, "/bd/big")).st_size == 300 << 20
 
