@@ -1226,7 +1226,7 @@ static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
 	    "1",    "-exec", "stat",	  "-c", "%f %u %g %s %Y %h %t %T %n",
 	    "{}",   "+",     NULL};
 	char prefix[PATH_MAX], msg[512];
-	char *out, *line, *names = NULL, **v = NULL;
+	char *out, *line, *nl, *names = NULL, **v = NULL;
 	size_t outlen, n = 0, cap = 0, bytes = 0;
 	long snapshot = engine_now(m->e);
 	double t0 = now_mono();
@@ -1242,27 +1242,28 @@ static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
 			dir, c->name, msg[0] ? msg : strerror(-ret));
 		return ret;
 	}
-	for (line = out; line < out + outlen;) {
-		char *nl = memchr(line, '\n', (size_t)(out + outlen - line));
+	for (line = out; line < out + outlen; line = nl + 1) {
 		struct cache_attr a = {.flags = CACHE_OWNER}, old;
-		char *path;
+		char *path, **nv;
 
-		ret = -EIO;
-		if (!nl)
+		nl = memchr(line, '\n', (size_t)(out + outlen - line));
+		if (!nl) {
+			ret = -EIO;
 			break;
+		}
 		*nl = '\0';
-		if (parse_stat_line(line, prefix, &a.st, &path) < 0)
+		if (parse_stat_line(line, prefix, &a.st, &path) < 0) {
+			ret = -EIO;
 			break;
-		line = nl + 1;
+		}
 		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			char **nv = realloc(v, nc * sizeof(*nv));
-
-			ret = -ENOMEM;
-			if (!nv)
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				ret = -ENOMEM;
 				break;
+			}
 			v = nv;
-			cap = nc;
 		}
 		v[n++] = path + strlen(prefix);
 		bytes += strlen(path + strlen(prefix)) + 1;
@@ -1272,17 +1273,17 @@ static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
 		a.validated = now_mono();
 		cache_put(m->c, c->id, path, &a, NULL);
 	}
-	if (line == out + outlen) {
-		char *p;
+	if (ret == 0) {
+		char *p = names = malloc(bytes ? bytes : 1);
 
-		ret = -ENOMEM;
-		qsort(v, n, sizeof(*v), cmp_names); /* the tar's order */
-		p = names = malloc(bytes ? bytes : 1);
+		/* the tar's order */
+		if (n > 0)
+			qsort(v, n, sizeof(*v), cmp_names);
 		for (size_t i = 0; names && i < n; i++)
 			p = stpcpy(p, v[i]) + 1;
-		if (names)
-			ret = cache_set_listing(m->c, c->id, dir, names, n,
-						bytes, snapshot);
+		ret = names ? cache_set_listing(m->c, c->id, dir, names, n,
+						bytes, snapshot)
+			    : -ENOMEM;
 	}
 	if (ret < 0)
 		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
