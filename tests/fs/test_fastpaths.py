@@ -826,3 +826,91 @@ def test_a_big_file_below_a_directory_leaves_each_level_to_its_own_exec(mount, c
     assert not re.search(r"engine: GET [0-9a-f]+:/bt/(0|a/ab) ", log)
     for p in ("/bt", "/bt/a"):
         assert all(n < (1 << 20) for n in _get_bytes(log, p)), (p, _get_bytes(log, p))
+
+
+def _walk_sizes(top):
+    out = {}
+
+    def walk(d):
+        for n in sorted(os.listdir(d)):
+            p = os.path.join(d, n)
+            st = os.lstat(p)
+            out[os.path.relpath(p, top)] = (st.st_size, st.st_uid)
+            if os.path.isdir(p):
+                walk(p)
+    walk(top)
+    return out
+
+
+# 400 small files and one of 9 MiB: past the 8 MiB a GET of the directory
+# may carry when listed again, and enough stale entries left after the
+# thread that HEADs ahead of the walk (64 at a time) has begun
+_BIG_TREE = ('mkdir -p /cb/sub; i=0; while [ $i -lt 400 ]; do echo $i > /cb/f$i; i=$((i+1)); done; '
+             'echo x > /cb/sub/x; echo y > /cb/sub/y; head -c 9437184 /dev/zero > /cb/z9; '
+             'touch -d "2020-01-01 00:00" /cb/sub /cb')
+# in place, so /cb keeps its mtime and its listing; /cb/sub's moves
+_BIG_TREE_CHANGES = "echo changed-longer > /cb/f7; chown 5:6 /cb/f3; rm /cb/sub/x"
+
+
+def test_a_walk_through_a_big_directory_confirms_it_by_exec(mount, container):
+    """Past the TTL, a walk through a directory too big to list again with
+    a GET would HEAD each entry; one `find -exec stat` over its subtree
+    confirms them instead, and what changed meanwhile (a size, an owner, a
+    file gone below) shows as it is in the container."""
+    c = container()
+    c.sh(_BIG_TREE)
+    m = mount("-d")
+    top = m.p(c, "/cb")
+    first = _walk_sizes(top)
+    assert len(first) == 404 and first["f7"][0] == 2 and "sub/x" in first
+    c.sh(_BIG_TREE_CHANGES)
+    time.sleep(1.5)
+    before = len(engine_log(m))
+    again = _walk_sizes(top)
+    log = engine_log(m)[before:]
+    assert "confirmed '/cb' in" in log, log[-3000:]
+    heads = log.count("engine: HEAD")
+    assert heads <= 80, f"{heads} HEADs to walk 404 entries"
+    assert again["f7"] == (15, 0) and again["f3"] == (2, 5) and "sub/x" not in again
+    assert len(again) == 403
+    assert read_file(m.p(c, "/cb/f7")) == b"changed-longer\n"
+    assert compare_stat(c, m.p(c, "/cb/f3"), "/cb/f3") == {}
+
+
+def test_a_big_directory_without_find_is_walked_with_heads(mount, container):
+    """Without `find` in the container the walk asks each entry, as
+    before, and sees the same changes."""
+    c = container()
+    c.sh(_BIG_TREE + "; rm /bin/find")
+    m = mount("-d")
+    top = m.p(c, "/cb")
+    assert len(_walk_sizes(top)) == 404
+    c.sh(_BIG_TREE_CHANGES)
+    time.sleep(1.5)
+    before = len(engine_log(m))
+    again = _walk_sizes(top)
+    log = engine_log(m)[before:]
+    assert "not confirmed by exec" in log and "confirmed '/cb' in" not in log, log[-3000:]
+    assert again["f7"] == (15, 0) and "sub/x" not in again and len(again) == 403
+
+
+def test_ls_of_a_directory_over_a_big_tree_stays_heads(mount, container):
+    """`ls -la` of a directory of a few entries with a big tree below them
+    stats only those few: past the TTL they cost a HEAD each, not a find
+    through everything below."""
+    c = container()
+    # 104 entries: more than the thread that HEADs ahead (64) confirms
+    # before the second step, fewer than a find is worth; 554 below
+    c.sh("mkdir -p /cu/a /cu/b /cu/c; for d in a b c; do i=0; "
+         "while [ $i -lt 150 ]; do echo $i > /cu/$d/f$i; i=$((i+1)); done; done; "
+         "i=0; while [ $i -lt 100 ]; do echo $i > /cu/g$i; i=$((i+1)); done; "
+         "head -c 9437184 /dev/zero > /cu/z9; touch -d '2020-01-01 00:00' /cu/? /cu")
+    m = mount("-d")
+    assert len(_walk_sizes(m.p(c, "/cu"))) == 554
+    time.sleep(1.5)
+    before = len(engine_log(m))
+    names = sorted(os.listdir(m.p(c, "/cu")))
+    sizes = {n: os.lstat(m.p(c, "/cu/" + n)).st_size for n in names}
+    log = engine_log(m)[before:]
+    assert len(sizes) == 104 and sizes["z9"] == 9437184
+    assert "by exec" not in log and not re.search(r"engine: POST /containers/[0-9a-f]+/exec ", log), log[-3000:]
