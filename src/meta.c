@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,8 +47,6 @@
 #define LIST_BIG_TOTAL ((off_t)256 << 20)
 /* Containers remembered to lack `find` or `stat`. */
 #define NO_EXEC_MAX 16
-/* What exec_stat() has stat print for each path (parse_stat_line()). */
-#define STAT_FMT "%f %u %g %s %Y %h %t %T %n"
 /* A walk through a directory too big to list again with a GET has the
  * entries below it confirmed by one exec of find and stat instead of a
  * HEAD each (confirm_by_exec()) when the cache knows at most CONFIRM_MAX
@@ -1235,52 +1232,15 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * One line of `stat -c STAT_FMT` for a child of dir (prefix: dir and a
- * slash, or "/"; deep: or a path further below): its attributes in *st, its
- * path in *name (in line). 0, or -EIO for a line that does not parse: a name
- * with a newline in it, or a tool that prints something else.
- */
-static int parse_stat_line(char *line, const char *prefix, bool deep,
-			   struct stat *st, char **name)
-{
-	unsigned int mode, dmaj, dmin;
-	unsigned long uid, gid, nlink;
-	long long size, mtime;
-	size_t plen = strlen(prefix);
-	int used = -1;
-
-	if (sscanf(line, "%x %lu %lu %lld %lld %lu %x %x%n", &mode, &uid, &gid,
-		   &size, &mtime, &nlink, &dmaj, &dmin, &used) != 8 ||
-	    used < 0 || line[used] != ' ' || size < 0)
-		return -EIO;
-	*name = line + used + 1;
-	if (strncmp(*name, prefix, plen) != 0 || !(*name)[plen] ||
-	    (!deep && strchr(*name + plen, '/')))
-		return -EIO;
-	memset(st, 0, sizeof(*st));
-	st->st_mode = (mode_t)mode;
-	st->st_uid = (uid_t)uid;
-	st->st_gid = (gid_t)gid;
-	/* as a tar header has it: a directory has no size */
-	st->st_size = S_ISDIR(st->st_mode) ? 0 : (off_t)size;
-	st->st_mtim.tv_sec = (time_t)mtime;
-	st->st_nlink = (nlink_t)nlink;
-	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
-		st->st_rdev = makedev(dmaj, dmin);
-	fill_defaults(st);
-	return 0;
-}
-
 /* Runs find and stat over the children of dir (deep: its whole subtree),
  * as engine_exec_out() does. */
 static int exec_stat(struct meta *m, struct ctr *c, const char *dir, bool deep,
 		     int *status, char *msg, size_t msglen, char **out,
 		     size_t *outlen)
 {
-	const char *argv[] = {"find", dir,     "-mindepth", "1",  "-maxdepth",
-			      "1",    "-exec", "stat",	    "-c", STAT_FMT,
-			      "{}",   "+",     NULL};
+	const char *argv[] = {
+	    "find", dir,  "-mindepth",	     "1",  "-maxdepth", "1", "-exec",
+	    "stat", "-c", PATHSTAT_STAT_FMT, "{}", "+",		NULL};
 
 	if (deep) /* without "-maxdepth 1" */
 		memmove(&argv[4], &argv[6], 7 * sizeof(argv[0]));
@@ -1327,10 +1287,11 @@ static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
 			break;
 		}
 		*nl = '\0';
-		if (parse_stat_line(line, prefix, false, &a.st, &path) < 0) {
+		if (pathstat_stat_line(line, prefix, false, &a.st, &path) < 0) {
 			ret = -EIO;
 			break;
 		}
+		fill_defaults(&a.st);
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
 			nv = realloc(v, cap * sizeof(*nv));
@@ -1413,9 +1374,10 @@ static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir)
 		if (!nl)
 			break;
 		*nl = '\0';
-		if (parse_stat_line(line, prefix, true, &a.st, &path) < 0 ||
+		if (pathstat_stat_line(line, prefix, true, &a.st, &path) < 0 ||
 		    cache_get(m->c, c->id, path, &old, NULL, 0) < 0)
 			continue;
+		fill_defaults(&a.st);
 		seen++;
 		a.validated = now_mono();
 		/* a directory's size is 0 in a tar and 4096 from a HEAD (and

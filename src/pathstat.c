@@ -4,9 +4,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 /* Go os.FileMode bits. */
 #define GO_DIR	      (1ULL << 31)
@@ -200,4 +202,34 @@ int pathstat_decode(const char *header, struct pathstat *ps)
 out_put:
 	json_object_put(root);
 	return ret;
+}
+
+int pathstat_stat_line(char *line, const char *prefix, bool deep,
+		       struct stat *st, char **path)
+{
+	unsigned int mode, dmaj, dmin;
+	unsigned long uid, gid, nlink;
+	long long size, mtime;
+	size_t plen = strlen(prefix);
+	int used = -1;
+
+	/* %n, not a space before it: a name may begin with a space */
+	if (sscanf(line, "%x %lu %lu %lld %lld %lu %x %x%n", &mode, &uid, &gid,
+		   &size, &mtime, &nlink, &dmaj, &dmin, &used) != 8 ||
+	    used < 0 || line[used] != ' ' || size < 0 || !(mode & S_IFMT))
+		return -EINVAL;
+	*path = line + used + 1;
+	if (strncmp(*path, prefix, plen) != 0 || !(*path)[plen] ||
+	    (!deep && strchr(*path + plen, '/')))
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->st_mode = (mode_t)mode;
+	st->st_uid = (uid_t)uid;
+	st->st_gid = (gid_t)gid;
+	st->st_size = S_ISDIR(st->st_mode) ? 0 : (off_t)size;
+	st->st_mtim.tv_sec = (time_t)mtime;
+	st->st_nlink = (nlink_t)nlink;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		st->st_rdev = makedev(dmaj, dmin);
+	return 0;
 }

@@ -8,7 +8,9 @@
 #ifndef CTRFS_PATHSTAT_H
 #define CTRFS_PATHSTAT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -29,5 +31,24 @@ int pathstat_parse_time(const char *s, struct timespec *ts);
 
 /* Decodes base64 of either alphabet into out; returns the length or -1. */
 long pathstat_base64(const char *in, unsigned char *out, size_t outlen);
+
+/*
+ * What ctrfs has `stat -c` print for each path that `find` gives (busybox
+ * and GNU alike): raw mode in hex, uid, gid, size, mtime in seconds, link
+ * count, device major and minor in hex, and the path, last.
+ */
+#define PATHSTAT_STAT_FMT "%f %u %g %s %Y %h %t %T %n"
+
+/*
+ * Parses one line of that output (without its newline) for a path below a
+ * directory: prefix is the directory and a slash ("/" for the root); the
+ * path must be a child of it, or (deep) lie anywhere below it. Fills st
+ * (type and mode, owner, size, mtime, link count, device; a directory's
+ * size is 0, as in a tar header) and points *path into line. 0, or
+ * -EINVAL for a line that is not such a line: a name with a newline in it
+ * spans two lines, and neither parses as a whole one.
+ */
+int pathstat_stat_line(char *line, const char *prefix, bool deep,
+		       struct stat *st, char **path);
 
 #endif

@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <locale.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "check.h"
 
@@ -506,6 +508,129 @@ static void test_header_too_long(void)
 	check_bad_json(json);
 }
 
+/* Lines as busybox and GNU stat print them for PATHSTAT_STAT_FMT. */
+static int stat_line(const char *text, const char *prefix, bool deep,
+		     struct stat *st, char *path, size_t pathlen)
+{
+	char line[512], *p;
+	int ret;
+
+	snprintf(line, sizeof(line), "%s", text);
+	ret = pathstat_stat_line(line, prefix, deep, st, &p);
+	if (ret == 0)
+		snprintf(path, pathlen, "%s", p);
+	return ret;
+}
+
+static void test_stat_line_file(void)
+{
+	struct stat st;
+	char path[256];
+
+	CHECK_INT(stat_line("81a4 12 34 1048576 1796392129 2 0 0 /bd/zz",
+			    "/bd/", false, &st, path, sizeof(path)),
+		  0);
+	CHECK(strcmp(path, "/bd/zz") == 0);
+	CHECK(S_ISREG(st.st_mode));
+	CHECK_INT(st.st_mode & 07777, 0644);
+	CHECK_INT(st.st_uid, 12);
+	CHECK_INT(st.st_gid, 34);
+	CHECK_INT(st.st_size, 1048576);
+	CHECK_INT(st.st_mtim.tv_sec, 1796392129);
+	CHECK_INT(st.st_mtim.tv_nsec, 0);
+	CHECK_INT(st.st_nlink, 2);
+	CHECK_INT(st.st_rdev, 0);
+}
+
+static void test_stat_line_types(void)
+{
+	struct stat st;
+	char path[256];
+
+	/* a directory has no size, as in a tar header */
+	CHECK_INT(stat_line("41ed 0 0 4096 1 2 0 0 /d/sub", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(S_ISDIR(st.st_mode));
+	CHECK_INT(st.st_size, 0);
+	/* a symlink's size is its target's length */
+	CHECK_INT(stat_line("a1ff 0 0 2 1 1 0 0 /d/lnk", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(S_ISLNK(st.st_mode));
+	CHECK_INT(st.st_size, 2);
+	CHECK_INT(stat_line("21a4 0 0 0 1 1 1 3 /d/nul", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(S_ISCHR(st.st_mode));
+	CHECK_INT(major(st.st_rdev), 1);
+	CHECK_INT(minor(st.st_rdev), 3);
+	CHECK_INT(stat_line("61b0 0 6 0 1 1 8 1f /d/sda1", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(S_ISBLK(st.st_mode));
+	CHECK_INT(major(st.st_rdev), 8);
+	CHECK_INT(minor(st.st_rdev), 31);
+	CHECK_INT(stat_line("11a4 0 0 0 1 1 0 0 /d/fifo", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(S_ISFIFO(st.st_mode));
+}
+
+static void test_stat_line_names(void)
+{
+	struct stat st;
+	char path[256];
+
+	/* spaces are part of a name, at its start and end too */
+	CHECK_INT(stat_line("81a4 0 0 1 1 1 0 0 /d/ lead", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(strcmp(path, "/d/ lead") == 0);
+	CHECK_INT(stat_line("81a4 0 0 1 1 1 0 0 /d/a  b ", "/d/", false, &st,
+			    path, sizeof(path)),
+		  0);
+	CHECK(strcmp(path, "/d/a  b ") == 0);
+	/* the root's children */
+	CHECK_INT(stat_line("41ed 0 0 4096 1 2 0 0 /bin", "/", false, &st, path,
+			    sizeof(path)),
+		  0);
+	CHECK(strcmp(path, "/bin") == 0);
+	/* deeper paths: only when asked for */
+	CHECK_INT(stat_line("81a4 0 0 1 1 1 0 0 /d/a/b", "/d/", false, &st,
+			    path, sizeof(path)),
+		  -EINVAL);
+	CHECK_INT(stat_line("81a4 0 0 1 1 1 0 0 /d/a/b", "/d/", true, &st, path,
+			    sizeof(path)),
+		  0);
+	CHECK(strcmp(path, "/d/a/b") == 0);
+}
+
+static void test_stat_line_garbage(void)
+{
+	static const char *const bad[] = {
+	    "",
+	    "81a4 0 0 1 1 1 0 0",	  /* no path */
+	    "81a4 0 0 1 1 1 0 0 ",	  /* an empty one */
+	    "81a4 0 0 1 1 1 0 /d/x",	  /* a field short */
+	    "81a4 0 0 -1 1 1 0 0 /d/x",	  /* a negative size */
+	    "1a4 0 0 1 1 1 0 0 /d/x",	  /* no file type */
+	    "zz 0 0 1 1 1 0 0 /d/x",	  /* not hex */
+	    "81a4 0 0 1 1 1 0 0 /e/x",	  /* not below the directory */
+	    "81a4 0 0 1 1 1 0 0 /d",	  /* the directory itself */
+	    "81a4 0 0 1 1 1 0 0 /d/",	  /* nothing after the slash */
+	    "b\n81a4 0 0 1 1 1 0 0 /d/a", /* the tail of a name */
+	    "stat: cannot stat '/d/x': No such file or directory",
+	};
+	struct stat st;
+	char path[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_INT(
+		    stat_line(bad[i], "/d/", true, &st, path, sizeof(path)),
+		    -EINVAL);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -544,5 +669,9 @@ int main(void)
 	test_header_wrong_types();
 	test_header_bad_mtime();
 	test_header_too_long();
+	test_stat_line_file();
+	test_stat_line_types();
+	test_stat_line_names();
+	test_stat_line_garbage();
 	return check_report();
 }
