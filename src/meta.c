@@ -1382,7 +1382,7 @@ static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir)
 		a.validated = now_mono();
 		/* a directory's size is 0 in a tar and 4096 from a HEAD (and
 		 * from stat): it says nothing */
-		if (S_ISDIR(a.st.st_mode))
+		if (S_ISDIR(a.st.st_mode) && S_ISDIR(old.st.st_mode))
 			a.st.st_size = old.st.st_size;
 		if (same_head(&old.st, &a.st) && (old.flags & CACHE_OWNER) &&
 		    old.st.st_uid == a.st.st_uid &&
