@@ -1405,14 +1405,17 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out)
 {
 	struct cache_attr a;
-	bool by_exec = exec_listing_ok(m, c), whole;
+	bool by_exec = exec_listing_ok(m, c), whole, loaded = false;
 	int ret, tries = 0, status;
 	double t0;
 
 	for (;;) {
 		bool have = cache_get(m->c, c->id, dir, &a, NULL, 0) == 0;
 
-		if (have && stale(m, c, a.validated)) {
+		/* not after a load of its own: a GET longer than the TTL
+		 * left dir stale, and a HEAD would drop a listing younger
+		 * than dir's mtime second, so that none was ever served */
+		if (have && !loaded && stale(m, c, a.validated)) {
 			ret = revalidate(m, c, dir, &a, true);
 			if (ret < 0)
 				return ret;
@@ -1426,6 +1429,7 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		ret = load_tree(m, c, dir, 0, by_exec, &whole);
 		if (ret < 0)
 			return ret;
+		loaded = true;
 		if (!whole && by_exec &&
 		    (ret = list_by_exec(m, c, dir, t0, &status)) < 0) {
 			/* not counted: it could not give a listing */
