@@ -298,12 +298,26 @@ static CURL *easy_get(struct engine *e)
 	return h;
 }
 
+/* Our second now, from the clock that gives new files their mtimes.
+ * Not time(): glibc takes it from the kernel's coarse clock, which trails
+ * CLOCK_REALTIME by up to a tick, so just after a second begins it still
+ * says the last one. Set against the Date of a reply sent in that new
+ * second, it made a local engine look a second ahead, and every file
+ * made through the mount got an mtime a second in the future. */
+static time_t real_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec;
+}
+
 /* Reads the Date header of h's last reply: the engine's second when it
  * answered, which was before our second now. */
 static void observe_clock(struct engine *e, CURL *h)
 {
 	struct curl_header *hd;
-	time_t now = time(NULL), date;
+	time_t now = real_sec(), date;
 	double t = now_mono();
 	long lag;
 
@@ -337,7 +351,7 @@ static long engine_lag(struct engine *e)
 
 long engine_now(struct engine *e)
 {
-	return (long)time(NULL) - engine_lag(e);
+	return (long)real_sec() - engine_lag(e);
 }
 
 void engine_clock(struct engine *e, struct timespec *ts)

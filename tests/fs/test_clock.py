@@ -6,6 +6,7 @@ ctrfs's clock is ahead of the (local) engine's by SKEW seconds."""
 
 import os
 import re
+import subprocess
 import time
 
 import pytest
@@ -23,6 +24,18 @@ def skewed_env(seconds):
     env["FAKETIME"] = f"{seconds:+d}"
     env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
     # a sanitizer runtime wants to be first; libfaketime only wraps clocks
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
+def coarse_env(workdir):
+    """time() one second behind the precise clock, preloaded (coarse_time.c)."""
+    lib = os.path.join(workdir, "coarse_time.so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coarse_time.c")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
+    env = dict(os.environ)
+    env.pop("DOCKER_HOST", None)
+    env["LD_PRELOAD"] = lib
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
     return env
 
@@ -76,3 +89,22 @@ def test_directory_made_through_the_mount_keeps_its_listing(mount, container, sk
     # a new file's mtime is the engine's now, as if made inside
     ctr_now = int(c.exec("date", "+%s"))
     assert abs(c.stat("/own/f")["mtime"] - ctr_now) <= 3
+
+
+def test_a_coarse_time_makes_no_mtime_in_the_future(mount, container, tmp_path):
+    """The engine's Date against our second: ours came from time(), which
+    reads the kernel's coarse clock and, in the first tick of a second,
+    still says the last one. One reply sent in that tick made a local
+    engine look a second ahead for a minute or two, and every file made
+    through the mount got an mtime a second in the future (`ls -l` shows a
+    year, make warns of clock skew). Here time() trails all the time."""
+    c = container()
+    m = mount("-d", env=coarse_env(str(tmp_path)))
+    os.listdir(m.p(c, "/"))  # a few replies, each one's Date observed
+    p = m.p(c, "/coarse")
+    with open(p, "wb") as f:
+        f.write(b"x")
+    mtime = os.stat(p).st_mtime
+    assert mtime <= time.time()
+    assert c.stat("/coarse")["mtime"] <= int(c.exec("date", "+%s"))
+    assert "engine clock: " not in open(m.log, errors="replace").read()
