@@ -52,6 +52,15 @@ struct handle {
 	struct reader *r;
 	struct wfile *w;
 	bool writes; /* opened for writing (a flush's fi has no flags) */
+	/* a write-only open of an existing file takes its content in at its
+	 * first write, not at the open: `touch F` opens F and sets its mtime
+	 * through the descriptor, and a copy in (a GET) then a commit (a PUT
+	 * of the whole file, a new inode) for that cost as much as the file
+	 * is big and split its hard links. Until then w is NULL, changes
+	 * through the handle go by path, and lock guards w. */
+	bool deferred;
+	int flags;
+	pthread_mutex_t lock;
 };
 
 static struct handle *handle_of(struct fuse_file_info *fi)
@@ -378,10 +387,47 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -EOPNOTSUPP;
+	if (ret == 0 && (flags & O_ACCMODE) == O_WRONLY && !(flags & O_TRUNC) &&
+	    !h->deferred) {
+		h->deferred = true; /* writer_open() at the first write */
+		h->flags = flags;
+		return 0;
+	}
 	if (ret == 0)
 		ret =
 		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
 	return ret;
+}
+
+/* The handle's file being written; for a deferred open, opened now when
+ * open is set (its content copied in), else NULL until then. */
+static struct wfile *handle_wfile(struct handle *h, const char *path,
+				  bool open, int *err)
+{
+	struct fs *fs = fs_get();
+	struct wfile *w;
+	const char *inner;
+	struct ctr *c;
+	int ret;
+
+	*err = 0;
+	if (!h->deferred)
+		return h->w;
+	pthread_mutex_lock(&h->lock);
+	if (!h->w && open) {
+		/* by the name it has now: libfuse passes the current one */
+		ret = path ? resolve(fs, path, &c, &inner) : -ENOENT;
+		if (ret == 0 && !c)
+			ret = -EISDIR;
+		if (ret == 0) {
+			ret = open_write(fs, c, inner, h->flags, false, 0, h);
+			ctr_put(fs->ctrs, c);
+		}
+		*err = ret;
+	}
+	w = h->w;
+	pthread_mutex_unlock(&h->lock);
+	return w;
 }
 
 static int do_open(const char *path, struct fuse_file_info *fi, bool create,
@@ -403,6 +449,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		ctr_put(fs->ctrs, c);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&h->lock, NULL);
 	h->writes = create || (fi->flags & O_ACCMODE) != O_RDONLY;
 	if (h->writes)
 		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
@@ -410,6 +457,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		ret = open_read(fs, c, inner, h);
 	ctr_put(fs->ctrs, c);
 	if (ret < 0) {
+		pthread_mutex_destroy(&h->lock);
 		free(h);
 		return ret;
 	}
@@ -459,44 +507,54 @@ static int ctrfs_write(const char *path, const char *buf, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
+	int err;
+	struct wfile *w = handle_wfile(h, path, true, &err);
 
-	if (!h->w)
-		return -EBADF;
-	return (int)wfile_write(h->w, buf, size, off);
+	if (!w)
+		return err < 0 ? err : -EBADF;
+	return (int)wfile_write(w, buf, size, off);
 }
 
 static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
+	int err;
+	struct wfile *w = handle_wfile(h, path, false, &err);
 
 	/* a reader of a file being written commits nothing at its close:
-	 * the writer's close does (and reports the writer's errors) */
-	if (!h->w || !h->writes)
+	 * the writer's close does (and reports the writer's errors); nor
+	 * does a deferred open that wrote nothing */
+	if (!w || !h->writes)
 		return 0;
 	if (writer_writeback(fs->writer)) {
 		/* queued at this close, committed by write-back */
-		wfile_queue(h->w);
-		return wfile_error(h->w);
+		wfile_queue(w);
+		return wfile_error(w);
 	}
-	return wfile_commit(h->w);
+	return wfile_commit(w);
 }
 
 static int ctrfs_fsync(const char *path, int datasync,
 		       struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
+	int err;
+	struct wfile *w = handle_wfile(h, path, false, &err);
 
-	return h->w ? wfile_commit(h->w) : 0;
+	return w ? wfile_commit(w) : 0;
 }
 
 static int ctrfs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
+	int err;
+	struct wfile *w = handle_wfile(h, NULL, false, &err);
 
-	if (h->w)
-		wfile_put(h->w);
+	if (w)
+		wfile_put(w);
 	reader_free(h->r);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 	return 0;
 }
@@ -507,9 +565,11 @@ static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
 				struct fuse_file_info *fi)
 {
 	struct handle *h = fi ? handle_of(fi) : NULL;
+	int err;
+	struct wfile *w = h ? handle_wfile(h, NULL, false, &err) : NULL;
 
-	if (h && h->w)
-		return wfile_get(h->w);
+	if (w)
+		return wfile_get(w);
 	return writer_find(fs->writer, c->id, inner);
 }
 

@@ -6,6 +6,7 @@ mount shows the same as `docker exec` at once."""
 import errno
 import io
 import os
+import re
 import stat
 import tarfile
 
@@ -215,6 +216,32 @@ def test_touch_d_existing(mount, container):
     assert int(call_with_timeout(os.stat, m.p(c, "/tmp/old")).st_mtime) == 1700000000
     assert c.exec("cat", "/tmp/old") == b"keep me\n"
     assert not disagreements(m, c, "/tmp/old")
+
+
+def test_touch_of_an_existing_file_moves_no_content(mount, container):
+    """`touch F` opens F for writing and sets its times through the
+    descriptor. That open used to copy F in (a GET of all of it) and its
+    close put F back (a PUT of all of it, a new file in the container, so
+    F lost its hard links). An open for writing takes the content in at
+    its first write now; an append after it still lands."""
+    c = container()
+    c.write("/tmp/big", b"x" * (3 << 20))
+    c.exec("ln", "/tmp/big", "/tmp/big2")
+    inode = c.exec("stat", "-c", "%i", "/tmp/big")
+    m = mount("-d")
+    warm(m, c, "/tmp/big")
+    run_tool("touch", "-d", "@1700000000", m.p(c, "/tmp/big"))
+    run_tool("touch", "-c", "-d", "@1700000100", m.p(c, "/tmp/big2"))
+    log = open(m.log, errors="replace").read()
+    assert not re.search(r"engine: GET [0-9a-f]+:/tmp/big", log)
+    assert not re.search(r"engine: PUT ", log)
+    assert c.exec("stat", "-c", "%i %h %Y", "/tmp/big", "/tmp/big2").split() == \
+        [inode.strip(), b"2", b"1700000100"] * 2
+    assert int(call_with_timeout(os.stat, m.p(c, "/tmp/big2")).st_mtime) == 1700000100
+    with open(m.p(c, "/tmp/big"), "ab") as f:
+        f.write(b"tail\n")
+    assert c.exec("tail", "-c", "6", "/tmp/big") == b"xtail\n"
+    assert c.stat("/tmp/big")["size"] == (3 << 20) + 5
 
 
 def test_chmod(mount, container):
