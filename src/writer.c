@@ -47,6 +47,7 @@ struct wfile {
 	atomic_bool ready;   /* the spool holds the content it started with */
 	bool in_mem;	     /* fd is in the memory spool */
 	bool stay_in_mem;    /* moving it to disk failed: it stays */
+	nlink_t links;	     /* names the container's file had at the open */
 	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
 	struct wfile *next;
 };
@@ -244,6 +245,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		goto out_free;
 	}
 	f->st = existing ? *existing : *create;
+	f->links = f->st.st_nlink;
 	f->st.st_nlink = 1;
 	f->in_container = existing != NULL;
 	f->dirty = !existing || (flags & O_TRUNC);
@@ -888,6 +890,15 @@ static void landed(struct wfile *f, long t0)
 	f->dirty = false;
 	f->in_container = true;
 	atomic_store(&f->attempts, 0);
+	if (f->links > 1) {
+		/* the archive API writes a file by putting a new one in its
+		 * place: it cannot write through to the other names */
+		log_warn("'%s' in container '%s' had %lu hard links: the new "
+			"content is a new file under this name; the other "
+			"names keep the old content",
+			f->path, f->ctr.name, (unsigned long)f->links);
+		f->links = 1;
+	}
 	stat_locked(f, &st);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);

@@ -238,10 +238,16 @@ def test_touch_of_an_existing_file_moves_no_content(mount, container):
     assert c.exec("stat", "-c", "%i %h %Y", "/tmp/big", "/tmp/big2").split() == \
         [inode.strip(), b"2", b"1700000100"] * 2
     assert int(call_with_timeout(os.stat, m.p(c, "/tmp/big2")).st_mtime) == 1700000100
+    # a write is a new file under the name (the archive API has no
+    # other way): the other name keeps the old content, and the log says so
+    m.listdir(m.p(c, "/tmp"))
     with open(m.p(c, "/tmp/big"), "ab") as f:
         f.write(b"tail\n")
     assert c.exec("tail", "-c", "6", "/tmp/big") == b"xtail\n"
     assert c.stat("/tmp/big")["size"] == (3 << 20) + 5
+    assert c.stat("/tmp/big2")["size"] == 3 << 20
+    log = open(m.log, errors="replace").read()
+    assert "'/tmp/big' in container " in log and " had 2 hard links: " in log
 
 
 def test_chmod(mount, container):
