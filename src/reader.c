@@ -298,10 +298,21 @@ static bool from_cache(struct reader *r)
 	return true;
 }
 
+/* Whether the file is bigger now than the transfer that delivered all of
+ * it (from cached attributes, which the caller's getattr just refreshed). */
+static bool grew(struct reader *r)
+{
+	struct stat st;
+
+	return meta_getattr(r->m, &r->ctr, r->path, &st, NULL, 0) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_size > r->pos;
+}
+
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
 	ssize_t ret = 0;
+	bool regrown = false;
 
 	pthread_mutex_lock(&r->lock);
 	r->last_used = now_mono();
@@ -332,8 +343,19 @@ ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 			done += (size_t)n;
 			continue;
 		}
-		if (cur >= r->pos && r->data_end)
-			break;
+		if (cur >= r->pos && r->data_end) {
+			/* the kernel asks past the end only when a getattr
+			 * said the file is bigger: it grew since this handle
+			 * read it (a log under `tail -f`). The archive API
+			 * has no ranges: read it again from its start. */
+			if (regrown || !grew(r))
+				break;
+			regrown = true;
+			ret = open_transfer(r);
+			if (ret < 0)
+				break;
+			continue;
+		}
 		if (r->pos == 0 && !r->t && !r->data_end && !r->tried_cache &&
 		    from_cache(r))
 			continue;

@@ -511,3 +511,33 @@ def test_a_reader_that_pauses_is_not_a_stalled_engine(mount, container):
         assert h.hexdigest() == digest
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize("size", [4, 4096])
+def test_a_file_that_grows_while_open_reads_on(mount, container, size):
+    """`tail -f` of a log in the container: it reads to the end, then
+    polls with fstat and reads again from there once the size grew. The
+    handle's transfer had delivered the whole file, and every later read
+    was the end of the file to it: tail showed no new line, ever. The
+    kernel asks past that end only when a getattr said the file grew, and
+    the file is then read again from its start (no ranges in the API)."""
+    c = container()
+    first = bytes(random.randrange(256) for _ in range(size))
+    c.write("/tmp/log", first)
+    m = mount()
+    fd = call_with_timeout(os.open, m.p(c, "/tmp/log"), os.O_RDONLY)
+    try:
+        got = b""
+        while chunk := os.read(fd, 65536):
+            got += chunk
+        assert got == first
+        for line in (b"two\n", b"three\n"):
+            c.sh('printf "%s" "$1" >> /tmp/log', line.decode())
+            time.sleep(1.3)  # past the attribute timeout
+            assert os.fstat(fd).st_size == len(got) + len(line)
+            assert os.read(fd, 65536) == line
+            got += line
+            assert os.read(fd, 65536) == b""
+    finally:
+        os.close(fd)
+    assert got == c.cp_out("/tmp/log")
