@@ -407,6 +407,8 @@ static int reply_errno(long status, const char *msg)
 		return -EIO; /* the container went away under a change */
 	if (status >= 400 && msg && strcasestr(msg, "no space left"))
 		return -ENOSPC;
+	if (status >= 400 && msg && strcasestr(msg, "file name too long"))
+		return -ENAMETOOLONG; /* a path too long for the engine's host */
 	return engine_status_errno(status);
 }
 
@@ -706,8 +708,18 @@ const char *engine_reply_message(const struct engine_reply *r, char *buf,
 		return buf;
 	root = json_tokener_parse(r->body);
 	if (root && json_object_object_get_ex(root, "message", &m) &&
-	    json_object_is_type(m, json_type_string))
-		snprintf(buf, len, "%s", json_object_get_string(m));
+	    json_object_is_type(m, json_type_string)) {
+		const char *s = json_object_get_string(m);
+		size_t n = strlen(s), head = len / 4;
+
+		/* the reason is at the end ("lstat <path>: file name too
+		 * long"): a long path in the middle gives way first */
+		if (n < len || len < 16)
+			snprintf(buf, len, "%s", s);
+		else
+			snprintf(buf, len, "%.*s...%s", (int)head, s,
+				 s + n - (len - head - 4));
+	}
 	json_object_put(root);
 	return buf;
 }
@@ -905,6 +917,8 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 		r.body = s->errbody;
 		engine_reply_message(&r, msg, msglen);
 		ret = engine_status_errno(s->status);
+		if (strcasestr(msg, "file name too long"))
+			ret = -ENAMETOOLONG;
 		if (ret == 0)
 			ret = -EIO;
 		goto out_free;

@@ -2,6 +2,7 @@
 #include "pathmap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,27 @@ struct comp {
 	const char *s;
 	size_t len;
 };
+
+/* The container's kernel refuses a name of more than NAME_MAX bytes and a
+ * path of PATH_MAX or more; the engine then answers a PUT or a HEAD with
+ * a 500 that says only "file name too long" in its text. FUSE passes
+ * names of up to 1024 bytes and paths of any length. */
+static int check_inner(const char *inner)
+{
+	const char *p = inner;
+
+	if (strlen(inner) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+
+		if (len > NAME_MAX)
+			return -ENAMETOOLONG;
+		p += len;
+		p += strspn(p, "/");
+	}
+	return 0;
+}
 
 int pathmap_split(const char *fusepath, char *name, size_t namelen,
 		  const char **inner)
@@ -36,7 +58,7 @@ int pathmap_split(const char *fusepath, char *name, size_t namelen,
 	memcpy(name, p, n);
 	name[n] = '\0';
 	*inner = (slash && slash[1]) ? slash : "/";
-	return 0;
+	return check_inner(*inner);
 }
 
 /* Appends the components of path to c, resolving "." and ".." lexically. */

@@ -11,7 +11,9 @@
  * Splits a mount path "/name/in/side" into the container name ("name",
  * copied into name) and the path inside it ("/in/side", pointing into a
  * static "/" or into fusepath). The mount root "/" gives name "" and
- * inner NULL. Returns 0 or -ENAMETOOLONG.
+ * inner NULL. Returns 0 or -ENAMETOOLONG (the container name too long for
+ * name, a name inside longer than NAME_MAX, the inner path PATH_MAX or
+ * longer).
  */
 int pathmap_split(const char *fusepath, char *name, size_t namelen,
 		  const char **inner);

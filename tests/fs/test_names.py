@@ -93,3 +93,60 @@ def test_names_that_are_not_utf8(mount, container):
                'if [ -f "$f" ]; then cat "$f"; else echo -n dir; fi; echo; done')
     # each entry: its name's bytes in hex, then its content (or "dir")
     assert sorted(out.split()) == [b"636166e9=new", b"646972ff=dir", b"6e61ef7665=made"], out
+
+
+def test_names_and_paths_too_long(mount, container):
+    """FUSE passes names of up to 1024 bytes and paths of any length; the
+    container's kernel takes 255 and 4095, and the engine answered longer
+    ones with a 500 (EIO here, and at `close` after a write that seemed to
+    work). They fail with ENAMETOOLONG at once, as on a local disk."""
+    import errno
+    c = container()
+    c.exec("mkdir", "/long")
+    m = mount()
+    base = m.p(c, "/long")
+    name = "é" * 127 + "x"  # 255 bytes
+    with open(os.path.join(base, name), "wb") as f:
+        f.write(b"fits\n")
+    assert c.exec("cat", "/long/" + name) == b"fits\n"
+    too_long = "b" * 256
+    for call in (lambda p: os.open(p, os.O_CREAT | os.O_WRONLY, 0o644),
+                 os.mkdir, os.stat, lambda p: os.symlink("x", p)):
+        try:
+            call_with_timeout(call, os.path.join(base, too_long))
+        except OSError as e:
+            assert e.errno == errno.ENAMETOOLONG, e
+        else:
+            raise AssertionError(f"{call} of a 256-byte name succeeded")
+    # a path of 4096 bytes inside the container: 20 directories of 200
+    # bytes, then one name that takes it to 4096 (made relative to a
+    # descriptor: the host's own path to it would pass PATH_MAX first).
+    # A shorter name there may still be too long for the engine, which
+    # resolves the PUT's directory under its data root on its own host:
+    # that is ENAMETOOLONG too, from the engine's reason, never EIO.
+    fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    inner = "/long"
+    try:
+        for _ in range(20):
+            seg = "d" * 200
+            inner += "/" + seg
+            call_with_timeout(lambda: os.mkdir(seg, dir_fd=fd))
+            nfd = os.open(seg, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        last = "f" * (4096 - len(inner) - 1)
+        try:
+            call_with_timeout(lambda: os.mkdir(last, dir_fd=fd))
+        except OSError as e:
+            assert e.errno == errno.ENAMETOOLONG, e
+        else:
+            raise AssertionError("a path of 4096 bytes was made")
+        try:
+            call_with_timeout(lambda: os.mkdir("short", dir_fd=fd))
+            made = True
+        except OSError as e:
+            assert e.errno == errno.ENAMETOOLONG, e
+            made = False
+    finally:
+        os.close(fd)
+    assert c.exec("ls", inner) == (b"short\n" if made else b"")

@@ -6,6 +6,7 @@
 #include "pathmap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,40 @@ static void test_split_inner_points_into_path(void)
 
 	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), 0);
 	CHECK(in == path + 4);
+}
+
+/* Appends "/" and a name of len bytes to path. */
+static void append_name(char *path, size_t len)
+{
+	size_t n = strlen(path);
+
+	path[n] = '/';
+	memset(path + n + 1, 'e', len);
+	path[n + 1 + len] = '\0';
+}
+
+static void test_split_inner_too_long(void)
+{
+	char path[PATH_MAX + 16], name[16];
+	const char *in;
+	size_t left;
+
+	/* a name of NAME_MAX bytes passes, one more does not */
+	strcpy(path, "/web");
+	append_name(path, NAME_MAX);
+	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), 0);
+	strcpy(path, "/web");
+	append_name(path, NAME_MAX + 1);
+	append_name(path, 1);
+	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), -ENAMETOOLONG);
+	/* the path inside: PATH_MAX - 1 bytes pass, PATH_MAX do not */
+	strcpy(path, "/web");
+	while ((left = PATH_MAX - 1 - (strlen(path) - 4)) > 0)
+		append_name(path, (left - 1 < NAME_MAX ? left : NAME_MAX + 1) - 1);
+	CHECK_INT((int)(strlen(path) - 4), PATH_MAX - 1);
+	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), 0);
+	strcat(path, "e");
+	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), -ENAMETOOLONG);
 }
 
 static void test_split_name_too_long(void)
@@ -374,6 +409,7 @@ int main(void)
 	test_split_inner_path();
 	test_split_inner_points_into_path();
 	test_split_name_too_long();
+	test_split_inner_too_long();
 	test_link_absolute();
 	test_link_relative();
 	test_link_escape_clamped();
