@@ -662,7 +662,8 @@ static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
 }
 
 /* Makes a data-less entry (a directory, a symlink) owned by the caller. */
-static int create_entry(const char *path, mode_t mode, const char *symlink)
+static int create_entry(const char *path, mode_t mode, const char *symlink,
+			dev_t rdev)
 {
 	struct fs *fs = fs_get();
 	const char *inner;
@@ -673,6 +674,7 @@ static int create_entry(const char *path, mode_t mode, const char *symlink)
 	if (ret < 0)
 		return ret;
 	caller_stat(&st, mode);
+	st.st_rdev = rdev;
 	ret = put_entry(fs, c, inner, &st, symlink);
 	ctr_put(fs->ctrs, c);
 	return ret;
@@ -680,12 +682,23 @@ static int create_entry(const char *path, mode_t mode, const char *symlink)
 
 static int ctrfs_mkdir(const char *path, mode_t mode)
 {
-	return create_entry(path, S_IFDIR | (mode & 07777), NULL);
+	return create_entry(path, S_IFDIR | (mode & 07777), NULL, 0);
 }
 
 static int ctrfs_symlink(const char *target, const char *path)
 {
-	return create_entry(path, S_IFLNK | 0777, target);
+	return create_entry(path, S_IFLNK | 0777, target, 0);
+}
+
+/* FIFOs and devices: a tar entry of their type, which the engine makes
+ * with mknod (a device needs the engine's privileges, as a local mknod
+ * needs root). A socket has no tar type; a regular file comes by create. */
+static int ctrfs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	if (!S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+		return -EOPNOTSUPP;
+	return create_entry(path, (mode & S_IFMT) | (mode & 07777), NULL,
+			    S_ISFIFO(mode) ? 0 : rdev);
 }
 
 static int ctrfs_link(const char *from, const char *to)
@@ -1182,6 +1195,7 @@ static const struct fuse_operations ctrfs_ops = {
     .chown = ctrfs_chown,
     .utimens = ctrfs_utimens,
     .mkdir = ctrfs_mkdir,
+    .mknod = ctrfs_mknod,
     .symlink = ctrfs_symlink,
     .link = ctrfs_link,
     .unlink = ctrfs_unlink,

@@ -321,6 +321,27 @@ def test_hard_link(mount, container):
     assert min(nlinks) >= 2, f"link counts of a, b through the mount: {nlinks}, inside: {inside}"
 
 
+def test_mkfifo_and_mknod(mount, container):
+    """A FIFO and a device are tar entries of their type, made by the
+    engine with mknod; they were ENOSYS. A socket has no tar type."""
+    c = container()
+    m = mount()
+    run_tool("mkfifo", "-m", "0620", m.p(c, "/tmp/fifo"))
+    run_tool("mknod", "-m", "0640", m.p(c, "/tmp/null2"), "c", "1", "3")
+    st = c.stat("/tmp/fifo")
+    assert (st["type"], st["perm"]) == ("fifo", 0o620)
+    st = c.stat("/tmp/null2")
+    assert (st["type"], st["perm"]) == ("chr", 0o640)
+    assert c.exec("stat", "-c", "%t %T", "/tmp/null2") == b"1 3\n"
+    st = call_with_timeout(os.lstat, m.p(c, "/tmp/null2"))
+    assert stat.S_ISCHR(st.st_mode) and os.major(st.st_rdev) == 1 and os.minor(st.st_rdev) == 3
+    assert stat.S_ISFIFO(call_with_timeout(os.lstat, m.p(c, "/tmp/fifo")).st_mode)
+    assert not disagreements(m, c, "/tmp/fifo", "/tmp/null2")
+    with pytest.raises(OSError) as e:
+        call_with_timeout(os.mknod, m.p(c, "/tmp/sock"), 0o600 | stat.S_IFSOCK)
+    assert e.value.errno == errno.EOPNOTSUPP
+
+
 def test_mv_file(mount, container):
     c = container()
     c.write("/tmp/a", b"moving\n", mode=0o600, owner="1234:5678")
