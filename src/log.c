@@ -27,7 +27,9 @@ void log_msg(int prio, const char *fmt, ...)
 
 	va_start(ap, fmt);
 	if (use_stderr) {
-		char line[1024];
+		/* room for two paths of PATH_MAX and a reason, so that the
+		 * reason at the end of a line is never cut off */
+		char line[3 * 4096];
 
 		vsnprintf(line, sizeof(line), fmt, ap);
 		fprintf(stderr, "ctrfs: %s\n", line);
