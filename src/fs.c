@@ -423,6 +423,13 @@ static struct wfile *handle_wfile(struct handle *h, const char *path,
 			ret = open_write(fs, c, inner, h->flags, false, 0, h);
 			ctr_put(fs->ctrs, c);
 		}
+		if (ret == -ENOENT) {
+			/* removed in the container since the open: write(2)
+			 * has no ENOENT to say it with */
+			log_err("cannot write '%s': it was removed since it "
+				"was opened", path ? path : "(unknown)");
+			ret = -EIO;
+		}
 		*err = ret;
 	}
 	w = h->w;

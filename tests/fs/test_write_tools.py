@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import tarfile
+import time
 
 import pytest
 
@@ -248,6 +249,27 @@ def test_touch_of_an_existing_file_moves_no_content(mount, container):
     assert c.stat("/tmp/big2")["size"] == 3 << 20
     log = open(m.log, errors="replace").read()
     assert "'/tmp/big' in container " in log and " had 2 hard links: " in log
+
+
+def test_a_file_removed_between_open_and_first_write(mount, container):
+    """A write-only open copies the file in at its first write; if the
+    container removed it in between, that write fails with EIO and one log
+    line (write(2) has no ENOENT), and the close lands nothing."""
+    c = container()
+    c.write("/tmp/gone", b"old\n")
+    m = mount("-d")
+    warm(m, c, "/tmp/gone")
+    fd = call_with_timeout(os.open, m.p(c, "/tmp/gone"), os.O_WRONLY | os.O_APPEND)
+    try:
+        c.exec("rm", "/tmp/gone")
+        time.sleep(1.3)  # past the attribute timeout
+        with pytest.raises(OSError) as e:
+            os.write(fd, b"new\n")
+        assert e.value.errno == errno.EIO
+    finally:
+        os.close(fd)
+    assert "cannot write " in open(m.log, errors="replace").read()
+    assert c.exec("ls", "/tmp").split().count(b"gone") == 0
 
 
 def test_chmod(mount, container):
