@@ -615,6 +615,9 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 }
 
 /* Runs a standard tool in the container (argv only, never a shell). */
+/* set while a caller has another way when the tool cannot run */
+static __thread bool tool_optional;
+
 static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 		    const char *path)
 {
@@ -622,7 +625,10 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 	int status = 0;
 	int ret = engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
 
-	if (ret == -EOPNOTSUPP)
+	if (ret == -EOPNOTSUPP && tool_optional)
+		log_dbg("no '%s' to run in container '%s': another way",
+			argv[0], c->name);
+	else if (ret == -EOPNOTSUPP)
 		log_err("cannot %s '%s' in container '%s': needs '%s' run "
 			"inside it, and %s",
 			argv[0], path, c->name, argv[0],
@@ -879,12 +885,47 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 
 /* A metadata change: folded into an open file, a PUT for a directory, a
  * tool in the container otherwise. */
+static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
+			 struct wfile *w, struct stat *st, void *arg);
+
+/* A file's times where no `touch` runs (a shell-less container): the file
+ * is copied in and put back with them, a GET and a PUT of all of it, which
+ * is what `touch` cost everywhere before write-only opens were deferred. */
+static int utimens_by_copy(struct fs *fs, struct ctr *c, const char *inner,
+			   void *tv)
+{
+	struct wfile *w;
+	struct stat st;
+	int ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+
+	if (ret < 0)
+		return ret;
+	if (!S_ISREG(st.st_mode)) {
+		log_err("cannot set the times of '%s' in container '%s': needs "
+			"'touch' run inside it",
+			inner, c->name);
+		return -EOPNOTSUPP;
+	}
+	log_dbg("'%s' in container '%s': times set with a copy (no 'touch')",
+		inner, c->name);
+	ret = writer_open(fs->writer, c, inner, O_WRONLY, &st, NULL, &w);
+	if (ret < 0)
+		return ret;
+	ret = apply_utimens(fs, c, inner, w, NULL, tv);
+	if (ret == 0)
+		ret = wfile_commit(w);
+	wfile_put(w);
+	return ret;
+}
+
 static int change_attr(const char *path, struct fuse_file_info *fi,
 		       int (*apply)(struct fs *, struct ctr *, const char *,
 				    struct wfile *, struct stat *, void *),
 		       void *arg)
 {
 	struct fs *fs = fs_get();
+	struct handle *h = fi ? handle_of(fi) : NULL;
+	bool deferred = h && h->deferred;
 	const char *inner;
 	struct wfile *w;
 	struct stat st;
@@ -894,6 +935,18 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 	if (ret < 0)
 		return ret;
 	w = open_wfile(fs, c, inner, fi);
+	if (!w && deferred) {
+		/* ftruncate through a write-only descriptor that wrote
+		 * nothing yet (the one change the kernel sends with the
+		 * descriptor): the file is copied in now, as at a first
+		 * write, so no `truncate` is needed in the container */
+		w = handle_wfile(h, path, true, &ret);
+		if (!w) {
+			ctr_put(fs->ctrs, c);
+			return ret < 0 ? ret : -EIO;
+		}
+		wfile_get(w);
+	}
 	if (w) {
 		ret = apply(fs, c, inner, w, NULL, arg);
 		wfile_put(w);
@@ -903,13 +956,17 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		 * back whole in a PUT */
 		writer_settle(fs->writer, c->id, inner, false);
 		ret = meta_getattr_now(fs->meta, c, inner, &st);
+		tool_optional = apply == apply_utimens;
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
+		tool_optional = false;
 		/* apply() left in st what the path is now */
 		if (ret == 0)
 			meta_update(fs->meta, c, inner, &st);
 		else
 			meta_forget(fs->meta, c, inner);
+		if (ret == -EOPNOTSUPP && apply == apply_utimens)
+			ret = utimens_by_copy(fs, c, inner, arg);
 	}
 	ctr_put(fs->ctrs, c);
 	return ret;

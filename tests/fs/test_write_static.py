@@ -147,6 +147,34 @@ def test_directory_chmod_and_utimens(mount, container):
     assert (st.st_mode & 0o7777, int(st.st_mtime)) == (0o700, 1650000000)
 
 
+def test_times_and_changes_through_a_write_descriptor(mount, container):
+    """`touch` opens a file write-only and sets its times through the
+    descriptor; with no `touch` in the container the times go with a copy
+    of the file (a GET and a PUT), by path too. A write-only open copies
+    the file in at its first write or ftruncate; after that, chmod finds
+    the file being written and needs no tool either. The content stays."""
+    c = container("static")
+    m = mount()
+    f = m.p(c, "/data/hello.txt")
+    run_tool("touch", "-d", "@1700000000", f)
+    assert tar_tree(c, "/data")["hello.txt"]["mtime"] == 1700000000
+    run_tool("touch", "-c", "-d", "@1700000100", f)
+    tree = tar_tree(c, "/data")
+    assert tree["hello.txt"]["mtime"] == 1700000100
+    assert tree["hello.txt"]["sha256"] == hashlib.sha256(HELLO).hexdigest()
+    fd = call_with_timeout(os.open, f, os.O_WRONLY)
+    try:
+        os.ftruncate(fd, 5)
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    tree = tar_tree(c, "/data")
+    assert tree["hello.txt"]["perm"] == 0o600
+    assert tree["hello.txt"]["sha256"] == hashlib.sha256(HELLO[:5]).hexdigest()
+    assert call_with_timeout(read_file, f) == HELLO[:5]
+    assert m.alive()
+
+
 def _ops(m, c):
     f, d = m.p(c, "/data/hello.txt"), m.p(c, "/data/newdir")
     return {
