@@ -408,7 +408,8 @@ static int reply_errno(long status, const char *msg)
 	if (status >= 400 && msg && strcasestr(msg, "no space left"))
 		return -ENOSPC;
 	if (status >= 400 && msg && strcasestr(msg, "file name too long"))
-		return -ENAMETOOLONG; /* a path too long for the engine's host */
+		return -ENAMETOOLONG; /* a path too long for the engine's host
+				       */
 	return engine_status_errno(status);
 }
 

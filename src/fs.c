@@ -401,8 +401,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 
 /* The handle's file being written; for a deferred open, opened now when
  * open is set (its content copied in), else NULL until then. */
-static struct wfile *handle_wfile(struct handle *h, const char *path,
-				  bool open, int *err)
+static struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
+				  int *err)
 {
 	struct fs *fs = fs_get();
 	struct wfile *w;
@@ -427,7 +427,8 @@ static struct wfile *handle_wfile(struct handle *h, const char *path,
 			/* removed in the container since the open: write(2)
 			 * has no ENOENT to say it with */
 			log_err("cannot write '%s': it was removed since it "
-				"was opened", path ? path : "(unknown)");
+				"was opened",
+				path ? path : "(unknown)");
 			ret = -EIO;
 		}
 		*err = ret;

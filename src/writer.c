@@ -894,9 +894,9 @@ static void landed(struct wfile *f, long t0)
 		/* the archive API writes a file by putting a new one in its
 		 * place: it cannot write through to the other names */
 		log_warn("'%s' in container '%s' had %lu hard links: the new "
-			"content is a new file under this name; the other "
-			"names keep the old content",
-			f->path, f->ctr.name, (unsigned long)f->links);
+			 "content is a new file under this name; the other "
+			 "names keep the old content",
+			 f->path, f->ctr.name, (unsigned long)f->links);
 		f->links = 1;
 	}
 	stat_locked(f, &st);

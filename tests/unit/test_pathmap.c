@@ -78,7 +78,8 @@ static void test_split_inner_too_long(void)
 	/* the path inside: PATH_MAX - 1 bytes pass, PATH_MAX do not */
 	strcpy(path, "/web");
 	while ((left = PATH_MAX - 1 - (strlen(path) - 4)) > 0)
-		append_name(path, (left - 1 < NAME_MAX ? left : NAME_MAX + 1) - 1);
+		append_name(path,
+			    (left - 1 < NAME_MAX ? left : NAME_MAX + 1) - 1);
 	CHECK_INT((int)(strlen(path) - 4), PATH_MAX - 1);
 	CHECK_INT(pathmap_split(path, name, sizeof(name), &in), 0);
 	strcat(path, "e");
