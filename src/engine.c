@@ -1227,7 +1227,8 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 	if (ret < 0)
 		return -EIO;
 	if (r.status == 409) {
-		snprintf(msg, msglen, "the container is not running");
+		/* stopped or paused: the engine's words say which */
+		engine_reply_message(&r, msg, msglen);
 		engine_reply_free(&r);
 		return -EOPNOTSUPP;
 	}

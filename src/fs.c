@@ -629,12 +629,14 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 	if (ret == -EOPNOTSUPP && tool_optional)
 		log_dbg("no '%s' to run in container '%s': another way",
 			argv[0], c->name);
-	else if (ret == -EOPNOTSUPP)
+	else if (ret == -EOPNOTSUPP && (status == 126 || status == 127))
 		log_err("cannot %s '%s' in container '%s': needs '%s' run "
-			"inside it, and %s",
-			argv[0], path, c->name, argv[0],
-			c->running ? "the container lacks it"
-				   : "the container is not running");
+			"inside it, and the container lacks it",
+			argv[0], path, c->name, argv[0]);
+	else if (ret == -EOPNOTSUPP) /* stopped, paused */
+		log_err("cannot %s '%s' in container '%s': needs '%s' run "
+			"inside it: %s",
+			argv[0], path, c->name, argv[0], msg);
 	else if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY &&
 		 ret != -EEXIST)
 		log_err("cannot %s '%s' in container '%s': %s", argv[0], path,
