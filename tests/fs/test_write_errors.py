@@ -304,3 +304,30 @@ def test_memory_spool_full_moves_the_file_to_disk(engine, container, tmp_path):
             proc.kill()
             proc.wait(10)
         subprocess.run(["umount", "-l", str(shared)], check=False)
+
+
+def test_a_paused_container(mount, container):
+    """Paused, a container still serves the archive API but no exec: reads,
+    new files and times (with a copy) work, a removal fails with
+    EOPNOTSUPP and a log line with the engine's reason, not a claim that
+    the container lacks `rm`; unpaused, it works."""
+    c = container()
+    c.write("/tmp/kept", b"kept\n")
+    c.write("/tmp/doomed", b"doomed\n")
+    m = mount()
+    c.docker("pause", c.name)
+    try:
+        assert call_with_timeout(read_file, m.p(c, "/tmp/kept")) == b"kept\n"
+        create(m.p(c, "/tmp/new"), b"made while paused\n")
+        run_tool("touch", "-d", "@1700000000", m.p(c, "/tmp/kept"))
+        assert errno_of(lambda: os.unlink(m.p(c, "/tmp/doomed"))) == errno.EOPNOTSUPP
+    finally:
+        c.docker("unpause", c.name)
+    log = open(m.log, errors="replace").read()
+    assert "cannot rm '/tmp/doomed'" in log and "paused" in log
+    assert "lacks it" not in log
+    assert c.exec("cat", "/tmp/new") == b"made while paused\n"
+    assert c.stat("/tmp/kept")["mtime"] == 1700000000
+    assert c.exec("cat", "/tmp/kept") == b"kept\n"
+    call_with_timeout(os.unlink, m.p(c, "/tmp/doomed"))
+    assert not exists_inside(c, "/tmp/doomed")
