@@ -146,6 +146,35 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 		    int *status, char *msg, size_t msglen, char **out,
 		    size_t *outlen);
 
+/* Seconds without progress after which a call fails (-o timeout). */
+long engine_timeout(const struct engine *e);
+
+/* The errno for an exec's exit status and its stderr text (0 for 0;
+ * 126 and 127, a missing tool: -EOPNOTSUPP; else by the strerror text the
+ * tool printed, -EIO when none matches). */
+int engine_exec_errno(int status, const char *err);
+
+/*
+ * Starts argv in the container with stdin, stdout and stderr attached, on
+ * a connection of its own: 0 and *out, the raw stream (stdin one way, the
+ * engine's multiplexed stdout/stderr frames the other), or -errno with the
+ * reason in msg. ms bounds each wait for the engine.
+ */
+struct engine_raw;
+int engine_exec_attach(struct engine *e, const char *ctr,
+		       const char *const *argv, int ms, struct engine_raw **out,
+		       char *msg, size_t msglen);
+/* All of buf, or -errno (-ETIMEDOUT after ms without progress). */
+ssize_t engine_raw_send(struct engine_raw *r, const void *buf, size_t len,
+			int ms);
+/* Up to len bytes, 0 when the engine closed the stream, or -errno
+ * (-ETIMEDOUT after ms without a byte). */
+ssize_t engine_raw_recv(struct engine_raw *r, void *buf, size_t len, int ms);
+/* Whether nothing has come on the stream and it is still open: a shell
+ * that ended closes it; true means it was alive a moment ago. */
+bool engine_raw_quiet(struct engine_raw *r);
+void engine_raw_free(struct engine_raw *r);
+
 /* Next block of the body: its length, 0 at a clean end, or -errno. The
  * block stays valid until the next call. */
 ssize_t engine_stream_read(struct engine_stream *s, const void **buf);

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "fs.h"
+#include "agent.h"
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
@@ -26,6 +27,8 @@
 #include <unistd.h>
 
 #define CACHE_MAX_ENTRIES 100000
+/* seconds a container's shell for the tools stays when unused */
+#define AGENT_IDLE 10.0
 /* bytes of file content kept (in the spool) from listings */
 #define CACHE_DATA_BUDGET ((off_t)1 << 30)
 
@@ -615,16 +618,22 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 	return ret;
 }
 
-/* Runs a standard tool in the container (argv only, never a shell). */
 /* set while a caller has another way when the tool cannot run */
 static __thread bool tool_optional;
 
+/* Runs a standard tool in the container: argv, each word quoted for the
+ * container's shell (agent.c), or an exec of its own. */
 static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 		    const char *path)
 {
 	char msg[512];
 	int status = 0;
-	int ret = engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
+	/* a line to the container's shell, else an exec of its own */
+	int ret = agent_run(fs->e, c->id, argv, &status, msg, sizeof(msg));
+
+	if (ret == 1)
+		ret =
+		    engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
 
 	if (ret == -EOPNOTSUPP && tool_optional)
 		log_dbg("no '%s' to run in container '%s': another way",
@@ -1148,6 +1157,7 @@ static void *reaper_main(void *arg)
 		pthread_cond_timedwait(&fs->stop_cond, &fs->stop_lock, &ts);
 		pthread_mutex_unlock(&fs->stop_lock);
 		reader_reap(fs->cfg.idle_close);
+		agent_reap(AGENT_IDLE);
 		pthread_mutex_lock(&fs->stop_lock);
 	}
 	pthread_mutex_unlock(&fs->stop_lock);
@@ -1283,6 +1293,7 @@ void fs_lib_help(void)
 static void fs_teardown(struct fs *fs)
 {
 	writer_free(fs->writer);
+	agent_free_all();
 	ctr_table_free(fs->ctrs);
 	meta_free(fs->meta);
 	cache_free(fs->cache);

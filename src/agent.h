@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * agent: the tools ctrfs runs in a container (rm, mv, chmod...) go to one
+ * long-lived `sh` per container, a line each, instead of an exec each
+ * (docs/design.md, "A shell per container").
+ */
+#ifndef CTRFS_AGENT_H
+#define CTRFS_AGENT_H
+
+#include <stddef.h>
+
+struct engine;
+
+/*
+ * Runs argv (a tool and its arguments, never a shell string) in container
+ * ctr through its shell. As engine_exec(): 0, or -errno with the tool's
+ * stderr in msg and its exit status in *status. 1 when it did not run
+ * (no shell there, or the shell is busy or failed before the line was
+ * sent): the caller runs a plain exec instead.
+ */
+int agent_run(struct engine *e, const char *ctr, const char *const *argv,
+	      int *status, char *msg, size_t msglen);
+
+/* Closes the shells idle for idle seconds or more. */
+void agent_reap(double idle);
+
+/* Closes every shell (unmount). */
+void agent_free_all(void);
+
+#endif
