@@ -88,9 +88,15 @@ def test_tls_engine(tls_setup, private_engine, container, mount):
     c.sh("echo over-tls > /t")
     env = clean_env(DOCKER_HOST=f"tcp://127.0.0.1:{port}", DOCKER_TLS_VERIFY="1",
                     DOCKER_CERT_PATH=client)
-    m = mount(engine=e, host=False, env=env)
+    m = mount("-d", engine=e, host=False, env=env)
     assert c.name in m.listdir()
     assert call_with_timeout(read_file, m.p(c, "/t")) == b"over-tls\n"
+    # the tools, through the container's shell on a TLS connection
+    call_with_timeout(os.rename, m.p(c, "/t"), m.p(c, "/t2"))
+    call_with_timeout(os.unlink, m.p(c, "/t2"))
+    assert c.sh("ls /").split().count(b"t2") == 0
+    with open(m.log, errors="replace") as f:
+        assert "agent: shell started" in f.read()
 
 
 def run_ctrfs(env, mnt, timeout=60):
@@ -210,7 +216,7 @@ def test_podman_read_write(podman, mount, tmp_path):
     pm("run", "-d", "--network", "none", "--name", name, "--ulimit", "nofile=1024:1024",
        "--ulimit", "nproc=1024:1024", "ctrfs-test/busybox", "sleep", "1000000")
     pm("exec", name, "sh", "-c", "echo from-podman > /p; mkdir /d; echo x > /d/x; ln -s /p /d/lnk")
-    m = mount("-o", "host=" + url, host=False)
+    m = mount("-d", "-o", "host=" + url, host=False)
     assert wait_for(lambda: name in m.listdir(), timeout=10)
     base = os.path.join(m.path, name)
     assert read_file(os.path.join(base, "p")) == b"from-podman\n"
@@ -220,7 +226,15 @@ def test_podman_read_write(podman, mount, tmp_path):
         f.write(b"written through ctrfs\n")
     out = pm("exec", name, "cat", "/new").stdout
     assert out == b"written through ctrfs\n"
-    assert "Podman" in m.log_text()
+    # the tools, through the container's shell (or an exec each)
+    os.rename(os.path.join(base, "new"), os.path.join(base, "it's new"))
+    os.chmod(os.path.join(base, "it's new"), 0o600)
+    assert pm("exec", name, "stat", "-c", "%a", "/it's new").stdout == b"600\n"
+    os.unlink(os.path.join(base, "it's new"))
+    assert pm("exec", name, "ls", "/").stdout.split().count(b"new") == 0
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    assert "agent: shell started" in log and "Podman" in log
     # a removed container leaves the listing (Podman says 'remove', not 'destroy')
     pm("rm", "-f", "-t", "0", name)
     assert wait_for(lambda: name not in m.listdir(), timeout=10)
