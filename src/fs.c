@@ -874,9 +874,12 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		wfile_put(t);
 	if (w)
 		wfile_put(w);
-	if (ret == 0) {
+	if (ret == 0 && w) {
+		/* the wfile is the truth of ito now */
 		meta_committed(fs->meta, c, ifrom, NULL, t0);
 		meta_appeared(fs->meta, c, ito, t0);
+	} else if (ret == 0) {
+		meta_moved(fs->meta, c, ifrom, ito, t0);
 	}
 out_put:
 	ctr_put(fs->ctrs, c);

@@ -231,6 +231,26 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 	parent_changed(m, c, path, since);
 }
 
+void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
+		long since)
+{
+	struct cache_attr a;
+	char lbuf[PATH_MAX];
+	/* `mv` keeps a file's type, mode, owner, size and mtime: what was
+	 * fresh and whole under the old name is so under the new one (a
+	 * default-mode `rsync -a` renames every file it writes, and asking
+	 * the new name again cost a HEAD and a GET for its owner each) */
+	bool keep = cache_get(m->c, c->id, from, &a, lbuf, sizeof(lbuf)) == 0 &&
+		    S_ISREG(a.st.st_mode) && (a.flags & CACHE_OWNER) &&
+		    !stale(m, c, a.validated);
+
+	meta_committed(m, c, from, NULL, since);
+	if (keep)
+		meta_committed(m, c, to, &a.st, since);
+	else
+		meta_appeared(m, c, to, since);
+}
+
 void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
 {
 	cache_forget(m->c, c->id, path, true);
