@@ -234,7 +234,8 @@ static char *command_line(const struct agent *a, const char *const *argv)
 	if (!line)
 		return NULL;
 	/* the start marker: until it comes, the tool has not begun */
-	p = line + sprintf(line, "printf '\\n%%s +\\n' %s >&2; ", a->nonce);
+	p = line +
+	    snprintf(line, len, "printf '\\n%%s +\\n' %s >&2; ", a->nonce);
 	for (size_t i = 0; argv[i]; i++) {
 		if (i)
 			*p++ = ' ';
