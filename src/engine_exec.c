@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Running tools in a container: exec create/start/inspect, and an exec's
+ * attached raw stream (the container's shell, agent.c). */
+#include "engine.h"
+#include "engine_int.h"
+#include "log.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The one place where the outcome of a tool run by exec becomes an errno:
+ * its exit status, and the strerror() text coreutils and busybox print. */
+int engine_exec_errno(int status, const char *err)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} map[] = {
+	    {"No such file or directory", ENOENT},
+	    {"Permission denied", EACCES},
+	    {"Operation not permitted", EPERM},
+	    {"Read-only file system", EROFS},
+	    {"Directory not empty", ENOTEMPTY},
+	    {"Not a directory", ENOTDIR},
+	    {"Is a directory", EISDIR},
+	    {"File exists", EEXIST},
+	    {"No space left on device", ENOSPC},
+	    {"Invalid argument", EINVAL},
+	    {"Device or resource busy", EBUSY},
+	    {"Invalid cross-device link", EXDEV},
+	};
+
+	if (status == 0)
+		return 0;
+	if (status == 126 || status == 127)
+		return -EOPNOTSUPP; /* the container lacks the tool */
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (strstr(err, map[i].text))
+			return -map[i].err;
+	return -EIO;
+}
+
+/* Keeps the stderr frames of a multiplexed exec stream, bounded, and
+ * gathers the stdout frames in place at the start of the stream (out, when
+ * not NULL: *outlen bytes). */
+static void demux(char *p, size_t n, char *err, size_t errlen, char **out,
+		  size_t *outlen)
+{
+	size_t used = strlen(err);
+	char *o = p;
+
+	if (out) {
+		*out = p;
+		*outlen = 0;
+	}
+
+	while (n >= 8) {
+		size_t len = ((size_t)(unsigned char)p[4] << 24) |
+			     ((size_t)(unsigned char)p[5] << 16) |
+			     ((size_t)(unsigned char)p[6] << 8) |
+			     (size_t)(unsigned char)p[7];
+		size_t k = len < n - 8 ? len : n - 8;
+
+		if (p[0] == 2 || p[0] == 3) {
+			size_t room = errlen - 1 - used;
+			size_t c = k < room ? k : room;
+
+			memcpy(err + used, p + 8, c);
+			used += c;
+			err[used] = '\0';
+		} else if (p[0] == 1 && out) {
+			/* behind p: what is moved was read already */
+			memmove(o, p + 8, k);
+			o += k;
+			*outlen += k;
+		}
+		p += 8 + k;
+		n -= 8 + k;
+	}
+}
+
+int engine_exec(struct engine *e, const char *ctr, const char *const *argv,
+		int *status, char *msg, size_t msglen)
+{
+	return engine_exec_out(e, ctr, argv, status, msg, msglen, NULL, NULL);
+}
+
+/* POST /containers/{id}/exec for argv: 0 and its id, or -errno with the
+ * reason in msg (-EOPNOTSUPP: stopped or paused). */
+static int exec_create(struct engine *e, const char *ctr,
+		       const char *const *argv, bool in, char *id, size_t idlen,
+		       char *msg, size_t msglen)
+{
+	struct json_object *req, *cmd, *root, *v;
+	struct engine_reply r;
+	char path[512];
+	int ret;
+
+	req = json_object_new_object();
+	cmd = json_object_new_array();
+	for (size_t i = 0; argv[i]; i++)
+		json_object_array_add(cmd, json_object_new_string(argv[i]));
+	json_object_object_add(req, "Cmd", cmd);
+	if (in)
+		json_object_object_add(req, "AttachStdin",
+				       json_object_new_boolean(1));
+	json_object_object_add(req, "AttachStdout", json_object_new_boolean(1));
+	json_object_object_add(req, "AttachStderr", json_object_new_boolean(1));
+	snprintf(path, sizeof(path), "/containers/%s/exec", ctr);
+	ret =
+	    engine_post_json(e, ctr, path, json_object_to_json_string(req), &r);
+	json_object_put(req);
+	if (ret < 0)
+		return -EIO;
+	if (r.status == 409) {
+		/* stopped or paused: the engine's words say which */
+		engine_reply_message(&r, msg, msglen);
+		engine_reply_free(&r);
+		return -EOPNOTSUPP;
+	}
+	if (r.status != 201) {
+		engine_reply_message(&r, msg, msglen);
+		ret = engine_reply_errno(r.status, msg);
+		engine_reply_free(&r);
+		return ret ? ret : -EIO;
+	}
+	root = r.body ? json_tokener_parse(r.body) : NULL;
+	engine_reply_free(&r);
+	if (!root || !json_object_object_get_ex(root, "Id", &v)) {
+		json_object_put(root);
+		snprintf(msg, msglen, "malformed exec reply");
+		return -EIO;
+	}
+	snprintf(id, idlen, "%s", json_object_get_string(v));
+	json_object_put(root);
+	return 0;
+}
+
+int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
+		    int *status, char *msg, size_t msglen, char **out,
+		    size_t *outlen)
+{
+	struct json_object *root, *v;
+	struct engine_reply r;
+	char path[512], id[80];
+	int ret;
+
+	msg[0] = '\0';
+	if (out)
+		*out = NULL;
+	engine_preempt(e, ctr);
+	ret = exec_create(e, ctr, argv, false, id, sizeof(id), msg, msglen);
+	if (ret < 0)
+		return ret;
+
+	snprintf(path, sizeof(path), "/exec/%s/start", id);
+	ret = engine_post_json(e, ctr, path, "{\"Detach\":false,\"Tty\":false}",
+			       &r);
+	if (ret < 0)
+		return -EIO;
+	if (r.status != 200) {
+		engine_reply_message(&r, msg, msglen);
+		engine_reply_free(&r);
+		return -EIO;
+	}
+	if (out) {
+		char *o = NULL;
+		size_t olen = 0;
+
+		if (r.body)
+			demux(r.body, r.len, msg, msglen, &o, &olen);
+		/* the body becomes the output: NUL-terminated, as the reply
+		 * keeps a byte past its end */
+		*out = r.body ? r.body : calloc(1, 1);
+		*outlen = olen;
+		if (r.body)
+			r.body[olen] = '\0';
+		r.body = NULL;
+		if (!*out) {
+			engine_reply_free(&r);
+			return -ENOMEM;
+		}
+	} else if (r.body) {
+		demux(r.body, r.len, msg, msglen, NULL, NULL);
+	}
+	engine_reply_free(&r);
+
+	snprintf(path, sizeof(path), "/exec/%s/json", id);
+	ret = engine_request(e, "GET", path, &r);
+	root = (ret == 0 && r.status == 200 && r.body)
+		   ? json_tokener_parse(r.body)
+		   : NULL;
+	if (ret == 0)
+		engine_reply_free(&r);
+	if (!root || !json_object_object_get_ex(root, "ExitCode", &v)) {
+		json_object_put(root);
+		ret = -EIO;
+	} else {
+		*status = json_object_get_int(v);
+		json_object_put(root);
+		ret = engine_exec_errno(*status, msg);
+	}
+	if (ret < 0 && out) {
+		free(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
+struct engine_raw {
+	CURL *h;
+	curl_socket_t fd;
+	char *rest; /* stream bytes read with the reply's headers */
+	size_t restlen, restoff;
+};
+
+/* Waits up to ms for fd to be ready for events; 1, 0 on time out, -errno. */
+static int wait_fd(curl_socket_t fd, short events, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int n;
+
+	do
+		n = poll(&p, 1, ms);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t engine_raw_send(struct engine_raw *r, const void *buf, size_t len,
+			int ms)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		size_t n = 0;
+		CURLcode cc = curl_easy_send(r->h, (const char *)buf + done,
+					     len - done, &n);
+
+		if (cc == CURLE_AGAIN) {
+			int w = wait_fd(r->fd, POLLOUT, ms);
+
+			if (w <= 0)
+				return w < 0 ? w : -ETIMEDOUT;
+			continue;
+		}
+		if (cc != CURLE_OK)
+			return -EIO;
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t engine_raw_recv(struct engine_raw *r, void *buf, size_t len, int ms)
+{
+	for (;;) {
+		size_t n = 0;
+		CURLcode cc;
+		int w;
+
+		if (r->restoff < r->restlen) {
+			n = r->restlen - r->restoff;
+			if (n > len)
+				n = len;
+			memcpy(buf, r->rest + r->restoff, n);
+			r->restoff += n;
+			return (ssize_t)n;
+		}
+		cc = curl_easy_recv(r->h, buf, len, &n);
+		if (cc == CURLE_OK)
+			return (ssize_t)n; /* 0: the engine closed it */
+		if (cc != CURLE_AGAIN)
+			return -EIO;
+		w = wait_fd(r->fd, POLLIN, ms);
+		if (w <= 0)
+			return w < 0 ? w : -ETIMEDOUT;
+	}
+}
+
+bool engine_raw_quiet(struct engine_raw *r)
+{
+	char c;
+	size_t n = 0;
+	CURLcode cc;
+
+	if (r->restoff < r->restlen)
+		return false;
+	if (wait_fd(r->fd, POLLIN, 0) == 0)
+		return true;
+	/* readable: the engine closed it (the process ended), or sent
+	 * something nobody asked for */
+	cc = curl_easy_recv(r->h, &c, 1, &n);
+	return cc == CURLE_AGAIN;
+}
+
+void engine_raw_free(struct engine_raw *r)
+{
+	if (!r)
+		return;
+	curl_easy_cleanup(r->h);
+	free(r->rest);
+	free(r);
+}
+
+/* Reads the reply to a hijacking request up to the end of its headers:
+ * 0 when it switched to the raw stream (101, or 200 with the stream
+ * after it), the bytes read past the headers kept in r->rest. */
+static int raw_reply(struct engine_raw *r, int ms, char *msg, size_t msglen)
+{
+	char buf[4096];
+	size_t len = 0;
+	char *end = NULL;
+	long status = 0;
+
+	while (!end) {
+		ssize_t n;
+
+		if (len == sizeof(buf) - 1) {
+			snprintf(msg, msglen,
+				 "exec attach: reply headers too "
+				 "long");
+			return -EIO;
+		}
+		n = engine_raw_recv(r, buf + len, sizeof(buf) - 1 - len, ms);
+		if (n <= 0) {
+			snprintf(msg, msglen, "exec attach: %s",
+				 n == 0 ? "connection closed"
+					: strerror((int)-n));
+			return n == 0 ? -EIO : (int)n;
+		}
+		len += (size_t)n;
+		buf[len] = '\0';
+		end = strstr(buf, "\r\n\r\n");
+	}
+	if (sscanf(buf, "HTTP/1.%*d %ld", &status) != 1 ||
+	    (status != 101 && status != 200)) {
+		buf[strcspn(buf, "\r\n")] = '\0';
+		snprintf(msg, msglen, "exec attach: %s", buf);
+		return status == 404   ? -ENOENT
+		       : status == 409 ? -EOPNOTSUPP
+				       : -EIO;
+	}
+	end += 4;
+	r->restlen = len - (size_t)(end - buf);
+	if (r->restlen) {
+		r->rest = malloc(r->restlen);
+		if (!r->rest)
+			return -ENOMEM;
+		memcpy(r->rest, end, r->restlen);
+	}
+	return 0;
+}
+
+int engine_exec_attach(struct engine *e, const char *ctr,
+		       const char *const *argv, int ms, struct engine_raw **out,
+		       char *msg, size_t msglen)
+{
+	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
+	char id[80], url[1024], req[2048];
+	const char *host;
+	struct engine_raw *r;
+	curl_socket_t fd;
+	CURLcode cc;
+	int ret, n;
+
+	msg[0] = '\0';
+	*out = NULL;
+	engine_preempt(e, ctr);
+	ret = exec_create(e, ctr, argv, true, id, sizeof(id), msg, msglen);
+	if (ret < 0)
+		return ret;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->h = engine_easy_get(e);
+	if (!r->h) {
+		free(r);
+		return -ENOMEM;
+	}
+	/* a connection of its own, which curl only opens: the request and
+	 * the stream after it are ours */
+	snprintf(url, sizeof(url), "%s/", engine_base(e));
+	curl_easy_setopt(r->h, CURLOPT_URL, url);
+	curl_easy_setopt(r->h, CURLOPT_CONNECT_ONLY, 1L);
+	cc = curl_easy_perform(r->h);
+	engine_note_reach(e, cc);
+	if (cc != CURLE_OK ||
+	    curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
+	    fd == CURL_SOCKET_BAD) {
+		snprintf(msg, msglen, "exec attach: %s",
+			 curl_easy_strerror(cc));
+		engine_raw_free(r);
+		return -EIO;
+	}
+	r->fd = fd;
+	host = strstr(engine_base(e), "://") + 3;
+	n = snprintf(req, sizeof(req),
+		     "POST %s/exec/%s/start HTTP/1.1\r\n"
+		     "Host: %s\r\n"
+		     "Content-Type: application/json\r\n"
+		     "Connection: Upgrade\r\n"
+		     "Upgrade: tcp\r\n"
+		     "Content-Length: %zu\r\n\r\n%s",
+		     engine_prefix(e), id, host, sizeof(body) - 1, body);
+	if (n < 0 || (size_t)n >= sizeof(req) ||
+	    engine_raw_send(r, req, (size_t)n, ms) < 0) {
+		snprintf(msg, msglen, "exec attach: cannot send the request");
+		engine_raw_free(r);
+		return -EIO;
+	}
+	ret = raw_reply(r, ms, msg, msglen);
+	log_dbg("engine: POST /exec/%s/start (attached) -> %s", id,
+		ret == 0 ? "stream" : msg);
+	if (ret < 0) {
+		engine_raw_free(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
