@@ -40,6 +40,16 @@ struct cache_listing {
 
 struct cache;
 
+/*
+ * Inode numbers (docs/design.md, "Inode numbers"): a path's own number, a
+ * hash of (ns, path) that never says 0 or 1 (the mount's root), and the
+ * number the names of a hard-linked file share, made from the path of its
+ * first name and unlike that name's own. An entry stored with st_ino 0
+ * gets its own number, or keeps the one it has (cache_put()).
+ */
+ino_t cache_ino(const char *ns, const char *path);
+ino_t cache_link_ino(const char *ns, const char *path);
+
 struct cache *cache_new(size_t max_entries);
 void cache_free(struct cache *c);
 
@@ -50,7 +60,11 @@ int cache_get(struct cache *c, const char *ns, const char *path,
 
 /*
  * Stores what the engine said of a path. Merges with what was known: an
- * attr without CACHE_OWNER keeps the known owner, a symlink with the same
+ * attr's st_ino, when not 0, is the entry's number from now on; else a
+ * regular file goes back to its own number when attr counts one name
+ * (CACHE_OWNER, link count 1) or when it changed (type, size, mtime) under
+ * a shared one (a link may have broken), and keeps its number otherwise.
+ * An attr without CACHE_OWNER keeps the known owner, a symlink with the same
  * mtime keeps its known target, and a directory keeps its listing only when
  * its mtime is unchanged and older than the listing's snapshot by more than
  * a second (mtimes in whole seconds cannot order changes within one), or

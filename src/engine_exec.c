@@ -34,6 +34,8 @@ int engine_exec_errno(int status, const char *err)
 	    {"Invalid argument", EINVAL},
 	    {"Device or resource busy", EBUSY},
 	    {"Invalid cross-device link", EXDEV},
+	    /* GNU mv of two names of one file (busybox's renames: a no-op) */
+	    {"are the same file", EALREADY},
 	};
 
 	if (status == 0)

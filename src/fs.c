@@ -114,6 +114,7 @@ static void root_stat(struct fs *fs, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_mode = S_IFDIR | 0555;
+	st->st_ino = 1;
 	st->st_nlink = 2;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
@@ -154,6 +155,8 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 	if (ret == 0 && S_ISDIR(st->st_mode) &&
 	    writer_settle(fs->writer, c->id, inner, false))
 		ret = stat_path(fs, c, inner, st);
+	if (ret == 0 && !st->st_ino) /* not kept in the cache: its own */
+		st->st_ino = cache_ino(c->id, inner);
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -647,7 +650,7 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 			"inside it: %s",
 			argv[0], path, c->name, argv[0], msg);
 	else if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY &&
-		 ret != -EEXIST)
+		 ret != -EEXIST && ret != -EALREADY)
 		log_err("cannot %s '%s' in container '%s': %s", argv[0], path,
 			c->name, msg[0] ? msg : strerror(-ret));
 	return ret;
@@ -762,6 +765,8 @@ static int ctrfs_link(const char *from, const char *to)
 	ret = writer_put_entry(fs->writer, c, dir, &te);
 	if (ret == 0) {
 		st.st_nlink++; /* both names: one file, one more link */
+		if (st.st_ino == cache_ino(c->id, ifrom))
+			st.st_ino = cache_link_ino(c->id, ifrom);
 		meta_update(fs->meta, c, ifrom, &st);
 		meta_committed(fs->meta, c, ito, &st, t0);
 		/* the kernel holds the old name's attributes as another
@@ -865,6 +870,19 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 			ret = -ENOTEMPTY;
 		else
 			ret = call_tool(&mv);
+		if (ret == -EALREADY && !w && !t) {
+			/* two names of one file: rename(2) would leave both,
+			 * but the kernel, told 0, takes the old one for gone */
+			const char *rmv[] = {"rm", "-f", "--", ifrom, NULL};
+			struct tool_call rm = {fs, c, rmv, ifrom};
+
+			ret = call_tool(&rm);
+		} else if (ret == -EALREADY) {
+			log_err("cannot mv '%s' in container '%s': '%s' is "
+				"another name of the same file",
+				ifrom, c->name, ito);
+			ret = -EIO;
+		}
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */
@@ -1231,6 +1249,7 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->negative_timeout = 0;
 	cfg->kernel_cache = 0;
 	cfg->nullpath_ok = 0;
+	cfg->use_ino = 1; /* the cache's numbers: one per hard-linked file */
 	/* threads start here, after fuse_daemonize() forked */
 	if (pthread_create(&fs->reaper, NULL, reaper_main, fs) == 0)
 		fs->reaper_started = true;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "writer.h"
+#include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
@@ -421,6 +422,9 @@ static void stat_locked(struct wfile *f, struct stat *st)
 	}
 	st->st_atim = st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
+	/* the path's own number: what it commits is a file of its own (the
+	 * PUT's new file, whatever links the old one had) */
+	st->st_ino = cache_ino(f->ctr.id, f->path);
 }
 
 void wfile_stat(struct wfile *f, struct stat *st)

@@ -3,10 +3,11 @@
 
 import os
 import stat
+import time
 
 import pytest
 
-from conftest import STATIC_DIRS, STATIC_FILES, call_with_timeout, compare_stat, host_stat, read_file
+from conftest import STATIC_DIRS, STATIC_FILES, call_with_timeout, compare_stat, host_stat, read_file, run_tool
 
 ODD_FILES = [
     # (path, mode, owner)
@@ -89,6 +90,53 @@ def test_hard_links(mount, container):
     assert call_with_timeout(read_file, m.p(c, "/hl/second")) == want
     assert a.st_size == b.st_size == len(want)
     assert a.st_nlink >= 2 and b.st_nlink >= 2, (a.st_nlink, b.st_nlink)
+    # one file, one number: rsync -H, cp -a, tar and du see one file
+    assert a.st_ino == b.st_ino
+    assert {e.name: e.inode() for e in call_with_timeout(os.scandir, m.p(c, "/hl"))} == {
+        "first": a.st_ino, "second": a.st_ino}
+    hd = call_with_timeout(os.lstat, m.p(c, "/hl"))
+    assert hd.st_ino not in (a.st_ino, 0)
+
+
+def test_inode_numbers_follow_the_files(mount, container, tmp_path):
+    """Numbers are per path, shared by the names of one file; a link that
+    breaks, inside the container or by a write through the mount (a PUT
+    puts a new file under the name), must not leave two names with one
+    number and different contents: `cp -a` would copy one for both."""
+    c = container()
+    c.sh("""
+        mkdir /ino && cd /ino
+        echo one > a && ln a b && echo two > c && ln c d && echo x > e
+    """)
+    m = mount()
+    ino = {n: call_with_timeout(os.lstat, m.p(c, f"/ino/{n}")).st_ino for n in "abcde"}
+    assert ino["a"] == ino["b"] and ino["c"] == ino["d"], ino
+    assert len({ino["a"], ino["c"], ino["e"]}) == 3, ino
+    # the same numbers from a fresh mount (no counter: stable)
+    m2 = mount()
+    assert call_with_timeout(os.lstat, m2.p(c, "/ino/b")).st_ino == ino["b"]
+    # cp -a out of the mount keeps the links
+    out = tmp_path / "out"
+    run_tool("cp", "-a", m.p(c, "/ino"), str(out))
+    assert os.lstat(out / "a").st_ino == os.lstat(out / "b").st_ino
+    assert os.lstat(out / "a").st_ino != os.lstat(out / "c").st_ino
+    # a write through the mount: a new file under that name
+    with open(m.p(c, "/ino/a"), "ab") as f:
+        f.write(b"more")
+    a, b = (call_with_timeout(os.lstat, m.p(c, f"/ino/{n}")) for n in "ab")
+    assert a.st_ino != b.st_ino
+    assert c.cp_out("/ino/a") == b"one\nmore" and c.cp_out("/ino/b") == b"one\n"
+    # a break inside the container, seen past the attribute timeout
+    c.sh("cd /ino && cp d d.new && echo three >> d.new && mv d.new d")
+    time.sleep(1.3)
+    cc, d = (call_with_timeout(os.lstat, m.p(c, f"/ino/{n}")) for n in "cd")
+    assert d.st_size == len(b"two\nthree\n")
+    assert cc.st_ino != d.st_ino
+    out2 = tmp_path / "out2"
+    run_tool("cp", "-a", m.p(c, "/ino"), str(out2))
+    assert (out2 / "c").read_bytes() == b"two\n"
+    assert (out2 / "d").read_bytes() == b"two\nthree\n"
+    assert (out2 / "b").read_bytes() == b"one\n"
 
 
 def test_shell_less_metadata_matches_tar_headers(mount, container):

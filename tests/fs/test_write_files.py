@@ -264,6 +264,33 @@ def test_a_second_rsync_in_of_nothing_new_asks_no_content(mount, container, tmp_
         assert not compare_stat(c, m.p(c, f"/srv/f{i}"), f"/srv/f{i}")
 
 
+def test_a_second_rsync_aH_with_hard_links(mount, container, tmp_path):
+    """With a number per path, the names of a hard-linked file looked like
+    two files: a second `rsync -aH` linked them again and its rename of two
+    names of one file failed (EIO, rsync exit 23)."""
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "f").write_bytes(os.urandom(3000))
+    os.link(src / "d" / "f", src / "d" / "g")
+    os.link(src / "d" / "f", src / "h")
+    (src / "d" / "solo").write_bytes(b"solo")
+    c = container()
+    m = mount()
+    run_tool("rsync", "-aH", f"{src}/", m.p(c, "/srv/"), timeout=240)
+    def ino(path):
+        return int(c.exec("stat", "-c", "%i", path))
+
+    first = ino("/srv/d/f")
+    assert ino("/srv/d/g") == ino("/srv/h") == first
+    for i in range(2):
+        if i:
+            time.sleep(1.3)  # past the attribute timeout
+        out = run_tool("rsync", "-aHi", f"{src}/", m.p(c, "/srv/"), timeout=240).stdout
+        assert out.strip() == b"", out
+    assert ino("/srv/d/g") == ino("/srv/h") == first
+    assert c.cp_out("/srv/h") == (src / "h").read_bytes()
+
+
 def test_rsync_a_inplace(mount, container, tmp_path):
     c = container()
     c.sh("mkdir /srv && head -c 1048576 /dev/urandom > /srv/grow && head -c 300000 /dev/urandom > /srv/shrink")
