@@ -25,7 +25,8 @@ struct node {
 	long snapshot;
 	double listed_at; /* now_mono() when the listing was last known whole */
 	long own_from, own_until; /* wall seconds of our own last change */
-	struct cache_blob *data;  /* where the content is, or NULL */
+	double own_settled; /* now_mono() when no other change can share them */
+	struct cache_blob *data; /* where the content is, or NULL */
 	off_t dataoff;
 	off_t datalen;
 	long data_snapshot; /* wall-clock second its GET began */
@@ -261,6 +262,26 @@ static bool listing_holds(const struct node *n, long mtime, bool same_mtime)
 }
 
 /*
+ * A listing that holds for mtime because of a change of ours may miss a
+ * change someone else made in the same seconds: it stayed until the
+ * directory changed again, however long that took (a file made in the
+ * container a second after ctrfs wrote to its directory was not seen at
+ * all). Confirmed at now, once those seconds are over, it is listed again,
+ * once: true when it has been dropped for that.
+ */
+static bool own_window_over(struct node *n, long mtime, double now)
+{
+	if (!n->own_settled || now < n->own_settled || mtime < n->own_from ||
+	    mtime > n->own_until)
+		return false;
+	drop_listing(n);
+	n->own_from = 1;
+	n->own_until = 0;
+	n->own_settled = 0;
+	return true;
+}
+
+/*
  * Whether n's content (data) is the content of a file that now has the
  * attributes st. Tar mtimes are whole seconds: an equal second is trusted
  * only when it lies before the second the content was read in (equal
@@ -327,7 +348,9 @@ static void merge(struct cache *c, struct node *n,
 	if (!n->names)
 		return;
 	holds = listing_holds(n, attr->st.st_mtim.tv_sec, same_mtime);
-	if (!same_type || !(holds || same_entries))
+	if (!same_type || !(holds || same_entries) ||
+	    (!same_entries &&
+	     own_window_over(n, attr->st.st_mtim.tv_sec, attr->validated)))
 		drop_listing(n);
 	else if (holds && attr->validated > n->listed_at)
 		n->listed_at = attr->validated; /* whole as of this answer */
@@ -399,7 +422,8 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 			drop_data(c, n);
 		n->attr.validated = now;
 		if (n->names &&
-		    !listing_holds(n, n->attr.st.st_mtim.tv_sec, true))
+		    (!listing_holds(n, n->attr.st.st_mtim.tv_sec, true) ||
+		     own_window_over(n, n->attr.st.st_mtim.tv_sec, now)))
 			drop_listing(n); /* cannot be confirmed: list again */
 		else if (n->names && now > n->listed_at)
 			n->listed_at = now; /* confirmed whole */
@@ -860,6 +884,9 @@ void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 		n->attr.validated = 0; /* its mtime moved: ask again */
 		n->own_from = from;
 		n->own_until = until;
+		/* until is a second past the engine's now, whose lag ctrfs
+		 * knows to a second */
+		n->own_settled = now + 3.0;
 		if (n->names) {
 			/* our edits keep it whole, as of the end of our change
 			 */

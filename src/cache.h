@@ -105,7 +105,9 @@ void cache_listing_add(struct cache *c, const char *ns, const char *path);
  * ctrfs changed an entry of directory dir between wall-clock seconds from
  * and until: its attributes are asked again (the mtime moved), and its
  * listing, which ctrfs edited, survives an mtime within that window.
- * A change by someone else within the same seconds cannot be told apart.
+ * A change by someone else within the same seconds cannot be told apart:
+ * the first confirmation once they are over (now + 3 s) drops the listing,
+ * so that it is taken again.
  */
 void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 		       long from, long until, double now);

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (MIB, call_with_timeout, compare_stat, host_tree, read_file, run_tool,
-                      sha256_file, tar_tree, tree_diff)
+                      sha256_file, tar_tree, tree_diff, wait_for)
 
 SIZES = [0, 1, 511, 512, 513, MIB - 1, MIB, MIB + 1]
 
@@ -289,6 +289,24 @@ def test_a_second_rsync_aH_with_hard_links(mount, container, tmp_path):
         assert out.strip() == b"", out
     assert ino("/srv/d/g") == ino("/srv/h") == first
     assert c.cp_out("/srv/h") == (src / "h").read_bytes()
+
+
+def test_a_change_by_the_container_in_the_seconds_of_ours_shows(mount, container):
+    """ctrfs keeps a directory's listing across its own changes: a
+    directory mtime within the seconds of a change of ours is taken as
+    that change. A file the container made in those seconds was then
+    never seen, until the directory changed again. The listing is now
+    taken again once those seconds are over."""
+    c = container()
+    c.sh("mkdir /w && echo 1 > /w/old")
+    m = mount()
+    assert m.listdir(m.p(c, "/w")) == ["old"]
+    with open(m.p(c, "/w/mine"), "wb") as f:
+        f.write(b"data")
+    # the container's change lands in the same second as ours
+    c.sh('t=$(stat -c %Y /w); echo theirs > /w/theirs; touch -d "@$t" /w')
+    assert wait_for(lambda: "theirs" in m.listdir(m.p(c, "/w")), timeout=10)
+    assert sorted(m.listdir(m.p(c, "/w"))) == ["mine", "old", "theirs"]
 
 
 def test_rsync_a_inplace(mount, container, tmp_path):

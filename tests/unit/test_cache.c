@@ -885,6 +885,77 @@ static void test_subtree_root(void)
 	cache_free(c);
 }
 
+/* Once the seconds of a change of ours are over, a listing that holds for
+ * an mtime in them is taken again, once (someone else may have changed the
+ * directory in those seconds too). */
+static void test_listing_own_window_listed_again_once(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFDIR | 0755, 2001, 4096, 0);
+	struct cache_listing l;
+
+	put_listed_dir(c, 1000, 1500);
+	cache_dir_changed(c, "ns", "/d", 2000, 2002, 20.0);
+	a.validated = 21.0; /* within the seconds: ours */
+	cache_put(c, "ns", "/d", &a, NULL);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_touch(c, "ns", "/d", 22.0);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_touch(c, "ns", "/d", 23.5); /* over: listed again */
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), -ENOENT);
+	CHECK_INT(cache_set_listing(c, "ns", "/d", "a\0b\0c", 3, 6, 2005), 0);
+	a.validated = 30.0;
+	cache_put(c, "ns", "/d", &a, NULL);
+	cache_touch(c, "ns", "/d", 31.0);
+	CHECK_INT(cache_listing(c, "ns", "/d", &l), 0);
+	cache_listing_free(&l);
+	cache_free(c);
+}
+
+/* Inode numbers: a path's own, kept across answers; a shared one given,
+ * kept while nothing changes, and given up for the path's own when an
+ * answer counts one name or the file changed. */
+static void test_inode_numbers(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = attr_of(S_IFREG | 0644, 1000, 5, 0);
+	ino_t own = cache_ino("ns", "/f"), shared = cache_link_ino("ns", "/f");
+
+	CHECK(own > 1 && shared > 1 && own != shared);
+	CHECK(own != cache_ino("ns", "/g") && own != cache_ino("ns2", "/f"));
+	CHECK(own == cache_ino("ns", "/f"));
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == own);
+	/* two names of one file */
+	a = owned(S_IFREG | 0644, 1000, 0, 0, 2);
+	a.st.st_size = 5;
+	a.st.st_ino = shared;
+	cache_put(c, "ns", "/f", &a, NULL);
+	cache_put(c, "ns", "/g", &a, NULL);
+	a = attr_of(S_IFREG | 0644, 1000, 5, 0); /* a HEAD: unchanged */
+	cache_put(c, "ns", "/g", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == shared);
+	a = attr_of(S_IFREG | 0644, 1001, 9, 0); /* a HEAD: changed */
+	cache_put(c, "ns", "/g", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == cache_ino("ns", "/g"));
+	a = owned(S_IFREG | 0644, 1000, 0, 0, 1); /* a tar: one name */
+	a.st.st_size = 5;
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == own);
+	/* a directory keeps its number when it changes */
+	put_dir(c, "ns", "/d", 1000);
+	put_dir(c, "ns", "/d", 2000);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == cache_ino("ns", "/d"));
+	cache_free(c);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -931,5 +1002,7 @@ int main(void)
 	test_subtree();
 	test_subtree_root();
 	test_confirm();
+	test_listing_own_window_listed_again_once();
+	test_inode_numbers();
 	return check_report();
 }
