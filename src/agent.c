@@ -222,10 +222,14 @@ static int start_shell(struct agent *a, struct engine *e, int ms)
 
 /* argv as one line for sh: every word single-quoted ('\'' for a quote);
  * inside single quotes sh takes every other byte as it is. */
-static char *command_line(const struct agent *a, const char *const *argv)
+static char *command_line(const struct agent *a, const char *const *argv,
+			  bool keep_out)
 {
-	static const char redir[] = " </dev/null >/dev/null; ";
-	size_t len = sizeof(redir) + 256;
+	/* stdout, when kept, goes where the markers go, between them */
+	const char *redir = keep_out ? " </dev/null >&2; "
+				     : " </dev/null "
+				       ">/dev/null; ";
+	size_t rlen = strlen(redir), len = rlen + 256;
 	char *line, *p;
 
 	for (size_t i = 0; argv[i]; i++)
@@ -250,14 +254,14 @@ static char *command_line(const struct agent *a, const char *const *argv)
 		}
 		*p++ = '\'';
 	}
-	memcpy(p, redir, sizeof(redir) - 1);
-	p += sizeof(redir) - 1;
+	memcpy(p, redir, rlen);
+	p += rlen;
 	marker_cmd(a, p, len - (size_t)(p - line), "\"$?\"");
 	return line;
 }
 
-int agent_run(struct engine *e, const char *ctr, const char *const *argv,
-	      int *status, char *msg, size_t msglen)
+static int run(struct engine *e, const char *ctr, const char *const *argv,
+	       bool keep_out, int *status, char *msg, size_t msglen)
 {
 	int ms = (int)engine_timeout(e) * 1000;
 	struct agent *a = agent_of(ctr);
@@ -285,7 +289,7 @@ int agent_run(struct engine *e, const char *ctr, const char *const *argv,
 				break;
 			}
 		}
-		line = command_line(a, argv);
+		line = command_line(a, argv, keep_out);
 		if (!line)
 			break;
 		ret = (int)engine_raw_send(a->raw, line, strlen(line), ms);
@@ -324,6 +328,18 @@ int agent_run(struct engine *e, const char *ctr, const char *const *argv,
 	pthread_mutex_unlock(&a->lock);
 	msg[0] = '\0';
 	return 1;
+}
+
+int agent_run(struct engine *e, const char *ctr, const char *const *argv,
+	      int *status, char *msg, size_t msglen)
+{
+	return run(e, ctr, argv, false, status, msg, msglen);
+}
+
+int agent_run_out(struct engine *e, const char *ctr, const char *const *argv,
+		  int *status, char *out, size_t outlen)
+{
+	return run(e, ctr, argv, true, status, out, outlen);
 }
 
 static void reap(double idle)

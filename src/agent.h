@@ -21,6 +21,11 @@ struct engine;
 int agent_run(struct engine *e, const char *ctr, const char *const *argv,
 	      int *status, char *msg, size_t msglen);
 
+/* The same for a tool whose output is wanted: its stdout, with its
+ * stderr, in out (bounded, NUL-terminated), whatever its exit status. */
+int agent_run_out(struct engine *e, const char *ctr, const char *const *argv,
+		  int *status, char *out, size_t outlen);
+
 /* Closes the shells idle for idle seconds or more. */
 void agent_reap(double idle);
 

@@ -155,3 +155,20 @@ def test_shell_less_metadata_matches_tar_headers(mount, container):
         elif stat.S_ISDIR(st.st_mode) != (data is None):
             wrong[name] = ("type", oct(st.st_mode))
     assert not wrong, wrong
+
+
+def test_statfs_is_the_containers(mount, container):
+    """`df` of a path in a container gives the filesystem that holds it
+    inside the container (asked with `stat -f` there); where it cannot be
+    asked (no `stat`), and at the mount's root, the counts are 0: unknown."""
+    c = container()
+    s = container("static")
+    m = mount()
+    sv = call_with_timeout(os.statvfs, m.p(c, "/etc"))
+    want = c.exec("stat", "-f", "-c", "%S %b %c %l", "/etc").decode().split()
+    assert [sv.f_frsize, sv.f_blocks, sv.f_files, sv.f_namemax] == [int(w) for w in want]
+    assert sv.f_blocks > 0 and 0 < sv.f_bavail <= sv.f_bfree <= sv.f_blocks
+    df = run_tool("df", "-P", m.p(c, "/")).stdout.decode().splitlines()[-1].split()
+    assert int(df[1]) > 0, df
+    assert call_with_timeout(os.statvfs, m.p(s, "/data")).f_blocks == 0
+    assert call_with_timeout(os.statvfs, m.path).f_blocks == 0
