@@ -147,7 +147,7 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	archive_write_set_format_pax_restricted(a);
+	archive_write_set_format_pax(a);
 	archive_write_set_bytes_per_block(a, 0);
 	if (archive_write_open_memory(a, out, outlen, &used) != ARCHIVE_OK)
 		goto out_free;

@@ -309,6 +309,35 @@ def test_a_change_by_the_container_in_the_seconds_of_ours_shows(mount, container
     assert sorted(m.listdir(m.p(c, "/w"))) == ["mine", "old", "theirs"]
 
 
+def test_subsecond_mtimes_reach_the_container(mount, container, tmp_path):
+    """What the mount writes keeps its mtime to the nanosecond (a pax
+    header carries it; the engine sets it). With whole seconds, a source
+    edited through the mount in the same second as a build in the
+    container looked older than the object built from its old content."""
+    src = tmp_path / "src"
+    src.write_bytes(b"x")
+    os.utime(src, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+    c = container()
+    m = mount()
+    run_tool("cp", "-p", str(src), m.p(c, "/tmp/p"))
+    with open(m.p(c, "/tmp/new"), "wb") as f:
+        f.write(b"y")
+    os.mkdir(m.p(c, "/tmp/newd"))
+    os.symlink("new", m.p(c, "/tmp/newl"))
+
+    def inside_ns(path):
+        sec = int(c.exec("stat", "-c", "%Y", path))
+        frac = c.exec("stat", "-c", "%y", path).decode().split()[1].split(".")[1]
+        return sec * 10**9 + int(frac.ljust(9, "0")[:9])
+
+    assert inside_ns("/tmp/p") == 1_600_000_000_123_456_789
+    assert os.lstat(m.p(c, "/tmp/p")).st_mtime_ns == 1_600_000_000_123_456_789
+    for name in ("new", "newd", "newl"):
+        got = os.lstat(m.p(c, f"/tmp/{name}")).st_mtime_ns
+        assert got == inside_ns(f"/tmp/{name}"), name
+        assert got % 10**9 != 0, name  # (one in a billion: a whole second)
+
+
 def test_rsync_a_inplace(mount, container, tmp_path):
     c = container()
     c.sh("mkdir /srv && head -c 1048576 /dev/urandom > /srv/grow && head -c 300000 /dev/urandom > /srv/shrink")
