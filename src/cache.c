@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,26 +67,12 @@ static size_t make_key(char *buf, size_t buflen, const char *ns,
 	return a + b;
 }
 
-static ino_t key_ino(uint64_t h)
+/* numbers handed out so far, process-wide: never one twice */
+static _Atomic uint64_t last_ino = 1; /* 1: the mount's root */
+
+ino_t cache_new_ino(void)
 {
-	return (ino_t)(h < 2 ? h + 2 : h);
-}
-
-ino_t cache_ino(const char *ns, const char *path)
-{
-	char key[8192];
-	size_t len = make_key(key, sizeof(key), ns, path);
-
-	return key_ino(fnv1a(key, len));
-}
-
-/* unlike the first name's own: a new file under that name, after the
- * linked one went, must not share the number of the names left */
-#define LINK_SALT 0x9e3779b97f4a7c15ull
-
-ino_t cache_link_ino(const char *ns, const char *path)
-{
-	return key_ino(((uint64_t)cache_ino(ns, path)) ^ LINK_SALT);
+	return (ino_t)atomic_fetch_add(&last_ino, 1) + 1;
 }
 
 struct cache *cache_new(size_t max_entries)
@@ -316,15 +303,21 @@ static void merge(struct cache *c, struct node *n,
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	if (!attr->st.st_ino) {
-		ino_t own = key_ino(n->hash);
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;
 
 		n->attr.st.st_ino = old.st.st_ino;
-		if (S_ISREG(attr->st.st_mode) &&
-		    (((attr->flags & CACHE_OWNER) && attr->st.st_nlink <= 1) ||
-		     (changed && old.st.st_ino != own)))
-			n->attr.st.st_ino = own;
+		n->attr.flags |= old.flags & CACHE_SHARED_INO;
+		/* another type is another file; a shared number whose
+		 * file changed may be a link that broke */
+		if (!same_type || (changed && (old.flags & CACHE_SHARED_INO))) {
+			n->attr.st.st_ino = cache_new_ino();
+			n->attr.flags &= ~CACHE_SHARED_INO;
+		}
+	} else {
+		n->attr.flags &= ~CACHE_SHARED_INO;
+		if (attr->st.st_nlink > 1)
+			n->attr.flags |= CACHE_SHARED_INO;
 	}
 	if (!(attr->flags & CACHE_OWNER) && (old.flags & CACHE_OWNER) &&
 	    same_type) {
@@ -391,9 +384,11 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->keylen = len;
 	n->hash = h;
 	n->attr = *attr;
+	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO);
 	if (!n->attr.st.st_ino)
-		n->attr.st.st_ino = key_ino(h);
-	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES);
+		n->attr.st.st_ino = cache_new_ino();
+	else if (attr->st.st_nlink > 1)
+		n->attr.flags |= CACHE_SHARED_INO;
 	n->own_from = 1; /* no change of ours yet: an empty window */
 	if (link) {
 		n->link = strdup(link);

@@ -15,6 +15,8 @@
 
 #define CACHE_OWNER 1u /* uid, gid and nlink come from a tar header */
 #define CACHE_LINK  2u /* the raw symlink target is known */
+/* The entry's st_ino is shared with other names (a hard link) */
+#define CACHE_SHARED_INO 8u
 /* For cache_put() of ctrfs's own change of a directory's attributes: its
  * entries are as ctrfs left them, so its listing stays, as confirmed
  * before (a new mtime does not drop it). Not kept in the stored flags. */
@@ -41,14 +43,11 @@ struct cache_listing {
 struct cache;
 
 /*
- * Inode numbers (docs/design.md, "Inode numbers"): a path's own number, a
- * hash of (ns, path) that never says 0 or 1 (the mount's root), and the
- * number the names of a hard-linked file share, made from the path of its
- * first name and unlike that name's own. An entry stored with st_ino 0
- * gets its own number, or keeps the one it has (cache_put()).
+ * Inode numbers (docs/design.md, "Inode numbers"): a new one, never handed
+ * out before in this process (as libfuse's node ids were). An entry stored
+ * with st_ino 0 gets a new number, or keeps the one it has (cache_put()).
  */
-ino_t cache_ino(const char *ns, const char *path);
-ino_t cache_link_ino(const char *ns, const char *path);
+ino_t cache_new_ino(void);
 
 struct cache *cache_new(size_t max_entries);
 void cache_free(struct cache *c);
@@ -60,10 +59,11 @@ int cache_get(struct cache *c, const char *ns, const char *path,
 
 /*
  * Stores what the engine said of a path. Merges with what was known: an
- * attr's st_ino, when not 0, is the entry's number from now on; else a
- * regular file goes back to its own number when attr counts one name
- * (CACHE_OWNER, link count 1) or when it changed (type, size, mtime) under
- * a shared one (a link may have broken), and keeps its number otherwise.
+ * attr's st_ino, when not 0, is the entry's number from now on (shared
+ * with other names, CACHE_SHARED_INO, when attr counts more than one);
+ * else the entry keeps its number, but takes a new one when its type
+ * changed, or when it changed (size, mtime) under a shared one (a link
+ * may have broken).
  * An attr without CACHE_OWNER keeps the known owner, a symlink with the same
  * mtime keeps its known target, and a directory keeps its listing only when
  * its mtime is unchanged and older than the listing's snapshot by more than

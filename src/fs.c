@@ -155,8 +155,8 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 	if (ret == 0 && S_ISDIR(st->st_mode) &&
 	    writer_settle(fs->writer, c->id, inner, false))
 		ret = stat_path(fs, c, inner, st);
-	if (ret == 0 && !st->st_ino) /* not kept in the cache: its own */
-		st->st_ino = cache_ino(c->id, inner);
+	if (ret == 0 && !st->st_ino) /* not kept in the cache */
+		st->st_ino = cache_new_ino();
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -764,9 +764,8 @@ static int ctrfs_link(const char *from, const char *to)
 	te.st = st;
 	ret = writer_put_entry(fs->writer, c, dir, &te);
 	if (ret == 0) {
-		st.st_nlink++; /* both names: one file, one more link */
-		if (st.st_ino == cache_ino(c->id, ifrom))
-			st.st_ino = cache_link_ino(c->id, ifrom);
+		st.st_nlink++; /* both names: one file (one number), one
+				* more link */
 		meta_update(fs->meta, c, ifrom, &st);
 		meta_committed(fs->meta, c, ito, &st, t0);
 		/* the kernel holds the old name's attributes as another

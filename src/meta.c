@@ -245,9 +245,6 @@ void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
 		    !stale(m, c, a.validated);
 
 	meta_committed(m, c, from, NULL, since);
-	/* numbers are per path: the new name's own, as a file made at the
-	 * old name later gets that name's (carried, the two would share it) */
-	a.st.st_ino = 0;
 	if (keep)
 		meta_committed(m, c, to, &a.st, since);
 	else
@@ -985,10 +982,7 @@ static int add_hardlink(struct loader *l, const char *path, const char *target,
 		cache_put(l->m->c, l->c->id, path, &a, NULL);
 		return 0;
 	}
-	a.st.st_nlink++;
-	/* one file: one number for its names (design.md, Inode numbers) */
-	if (a.st.st_ino == cache_ino(l->c->id, target))
-		a.st.st_ino = cache_link_ino(l->c->id, target);
+	a.st.st_nlink++; /* and its number goes with it (Inode numbers) */
 	cache_put(l->m->c, l->c->id, target, &a, NULL);
 	cache_put(l->m->c, l->c->id, path, &a, NULL);
 	if (l->nlinks + 2 > l->caplinks) {

@@ -248,6 +248,10 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f->st = existing ? *existing : *create;
 	f->links = f->st.st_nlink;
 	f->st.st_nlink = 1;
+	/* a number of its own when the file it replaces had other names:
+	 * the PUT puts a new file under this one */
+	if (!f->st.st_ino || f->links > 1)
+		f->st.st_ino = cache_new_ino();
 	f->in_container = existing != NULL;
 	f->dirty = !existing || (flags & O_TRUNC);
 	if (!existing || (flags & O_TRUNC))
@@ -422,9 +426,6 @@ static void stat_locked(struct wfile *f, struct stat *st)
 	}
 	st->st_atim = st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
-	/* the path's own number: what it commits is a file of its own (the
-	 * PUT's new file, whatever links the old one had) */
-	st->st_ino = cache_ino(f->ctr.id, f->path);
 }
 
 void wfile_stat(struct wfile *f, struct stat *st)

@@ -914,45 +914,52 @@ static void test_listing_own_window_listed_again_once(void)
 	cache_free(c);
 }
 
-/* Inode numbers: a path's own, kept across answers; a shared one given,
- * kept while nothing changes, and given up for the path's own when an
- * answer counts one name or the file changed. */
+/* Inode numbers: new ones for new entries, in the order they come (a
+ * listing's order: `cp -r` reads a directory in inode order), kept across
+ * answers; a shared one given with a link count over 1 is kept while
+ * nothing changes and given up when the file changes. */
 static void test_inode_numbers(void)
 {
 	struct cache *c = cache_new(100);
 	struct cache_attr a = attr_of(S_IFREG | 0644, 1000, 5, 0);
-	ino_t own = cache_ino("ns", "/f"), shared = cache_link_ino("ns", "/f");
+	ino_t f, g, shared;
 
-	CHECK(own > 1 && shared > 1 && own != shared);
-	CHECK(own != cache_ino("ns", "/g") && own != cache_ino("ns2", "/f"));
-	CHECK(own == cache_ino("ns", "/f"));
+	cache_put(c, "ns", "/f", &a, NULL);
+	cache_put(c, "ns", "/g", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	f = a.st.st_ino;
+	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
+	g = a.st.st_ino;
+	CHECK(f > 1 && g > f);
+	a = attr_of(S_IFREG | 0644, 1001, 6, 0); /* a HEAD: changed */
 	cache_put(c, "ns", "/f", &a, NULL);
 	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
-	CHECK(a.st.st_ino == own);
-	/* two names of one file */
-	a = owned(S_IFREG | 0644, 1000, 0, 0, 2);
-	a.st.st_size = 5;
-	a.st.st_ino = shared;
+	CHECK(a.st.st_ino == f);
+	/* two names of one file: g takes f's number */
+	a = owned(S_IFREG | 0644, 1001, 0, 0, 2);
+	a.st.st_size = 6;
+	a.st.st_ino = f;
 	cache_put(c, "ns", "/f", &a, NULL);
 	cache_put(c, "ns", "/g", &a, NULL);
-	a = attr_of(S_IFREG | 0644, 1000, 5, 0); /* a HEAD: unchanged */
+	a = owned(S_IFREG | 0644, 1001, 0, 0, 1); /* a tar of g alone */
+	a.st.st_size = 6;
 	cache_put(c, "ns", "/g", &a, NULL);
 	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
-	CHECK(a.st.st_ino == shared);
-	a = attr_of(S_IFREG | 0644, 1001, 9, 0); /* a HEAD: changed */
+	CHECK(a.st.st_ino == f && (a.flags & CACHE_SHARED_INO));
+	a = attr_of(S_IFREG | 0644, 1002, 9, 0); /* a HEAD: g changed */
 	cache_put(c, "ns", "/g", &a, NULL);
 	CHECK_INT(cache_get(c, "ns", "/g", &a, NULL, 0), 0);
-	CHECK(a.st.st_ino == cache_ino("ns", "/g"));
-	a = owned(S_IFREG | 0644, 1000, 0, 0, 1); /* a tar: one name */
-	a.st.st_size = 5;
+	shared = a.st.st_ino;
+	CHECK(shared != f && shared > g && !(a.flags & CACHE_SHARED_INO));
+	/* another type, another number; a directory keeps its own */
+	a = attr_of(S_IFDIR | 0755, 1000, 4096, 0);
 	cache_put(c, "ns", "/f", &a, NULL);
 	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
-	CHECK(a.st.st_ino == own);
-	/* a directory keeps its number when it changes */
-	put_dir(c, "ns", "/d", 1000);
-	put_dir(c, "ns", "/d", 2000);
-	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
-	CHECK(a.st.st_ino == cache_ino("ns", "/d"));
+	CHECK(a.st.st_ino > shared);
+	f = a.st.st_ino;
+	put_dir(c, "ns", "/f", 2000);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	CHECK(a.st.st_ino == f);
 	cache_free(c);
 }
 
