@@ -755,8 +755,16 @@ static int ctrfs_link(const char *from, const char *to)
 		ret = -EPERM;
 	if (ret < 0)
 		goto out_put;
-	/* the engine resolves a hard link's target inside the PUT's dir */
-	pathmap_common(ifrom, ito, dir, sizeof(dir));
+	/* the engine resolves a hard link's target inside the PUT's dir. It
+	 * then chowns the link, which clears a setuid or setgid bit, and
+	 * restores the mode only when it finds the target by the entry's
+	 * link name from the container's root (Docker 20.10 looks it up
+	 * from there, not from the PUT's dir): such a file goes by a PUT at
+	 * the root, with both paths in full */
+	if (st.st_mode & (S_ISUID | S_ISGID))
+		snprintf(dir, sizeof(dir), "/");
+	else
+		pathmap_common(ifrom, ito, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	memset(&te, 0, sizeof(te));
 	te.name = ito + dlen;

@@ -324,6 +324,31 @@ def test_symlink_relative(mount, container):
     assert not disagreements(m, c, "/tmp/rel", "/etc/sibling")
 
 
+def test_a_hard_link_keeps_setuid_and_setgid(mount, container, tmp_path):
+    """The engine chowns a new link, which clears setuid and setgid on the
+    file (under every name), and sets the mode back only when it finds the
+    target from the container's root: `cp -a` of a setuid file with two
+    names left both at 0755."""
+    c = container()
+    c.sh("mkdir -p /hk/d && echo x > /hk/su && chmod 4755 /hk/su && "
+         "echo y > /hk/d/sg && chmod 2711 /hk/d/sg")
+    m = mount()
+    os.link(m.p(c, "/hk/su"), m.p(c, "/hk/d/su2"))
+    os.link(m.p(c, "/hk/d/sg"), m.p(c, "/hk/sg2"))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_bytes(b"f")
+    os.chown(src / "f", 1234, 5678)
+    os.chmod(src / "f", 0o4750)
+    os.link(src / "f", src / "g")
+    run_tool("cp", "-a", str(src), m.p(c, "/hk/cp"))
+    for path, perm in (("/hk/su", 0o4755), ("/hk/d/su2", 0o4755), ("/hk/d/sg", 0o2711),
+                       ("/hk/sg2", 0o2711), ("/hk/cp/f", 0o4750), ("/hk/cp/g", 0o4750)):
+        assert c.stat(path)["perm"] == perm, path
+    assert len(set(c.exec("stat", "-c", "%i", "/hk/cp/f", "/hk/cp/g").split())) == 1
+    assert c.stat("/hk/cp/g")["uid"] == 1234
+
+
 def test_hard_link(mount, container):
     c = container()
     c.write("/tmp/a", b"shared bytes\n")
