@@ -253,15 +253,15 @@ static bool listing_holds(const struct node *n, long mtime, bool same_mtime)
  * change someone else made in the same seconds: it stayed until the
  * directory changed again, however long that took (a file made in the
  * container a second after ctrfs wrote to its directory was not seen at
- * all). Confirmed at now, once those seconds are over, it is listed again,
- * once: true when it has been dropped for that.
+ * all). Confirmed at now, once those seconds are over, it is to be listed
+ * again, once: true then, and the window is closed (the caller drops the
+ * listing).
  */
 static bool own_window_over(struct node *n, long mtime, double now)
 {
 	if (!n->own_settled || now < n->own_settled || mtime < n->own_from ||
 	    mtime > n->own_until)
 		return false;
-	drop_listing(n);
 	n->own_from = 1;
 	n->own_until = 0;
 	n->own_settled = 0;
