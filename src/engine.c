@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define POOL_MAX	16
 #define CURL_BUFSIZE	(256 * 1024)
@@ -61,25 +62,6 @@ struct engine {
 	pthread_mutex_t clock_lock;
 	struct clocklag lag;
 	long lag_logged; /* the last lag said in the log */
-};
-
-/*
- * The engine runs one archive call (or exec) per container at a time; a
- * call made while a GET of ours on that container is open waits, without
- * a byte, until that GET ends, which for a big file may take longer than
- * the stall timeout. Such a call is not stalled while the GET it waits
- * for moves: its clock runs only while neither its own bytes nor those of
- * another open GET of the container move. Before, a PUT at a close, made
- * while a reader of 400 MiB was inside a read (not drained first), failed
- * with EIO after the timeout.
- */
-struct waiter {
-	struct engine *e;
-	const char *ctr;		  /* or NULL: no other GET counts */
-	const struct engine_stream *self; /* a GET does not wait for itself */
-	double last;			  /* when something last moved */
-	curl_off_t moved;		  /* its own bytes, both ways */
-	long long others;		  /* other GETs' bytes, as last seen */
 };
 
 struct engine_stream {
@@ -391,7 +373,7 @@ static int curl_errno(struct engine *e, CURLcode cc)
 	case CURLE_OUT_OF_MEMORY:
 		return -ENOMEM;
 	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_ABORTED_BY_CALLBACK: /* waiter_check(): stalled */
+	case CURLE_ABORTED_BY_CALLBACK: /* engine_waiter_check(): stalled */
 		return -ETIMEDOUT;
 	default:
 		return -EIO;
@@ -490,7 +472,7 @@ static long long others_moved(struct engine *e, const char *ctr,
 	return sum;
 }
 
-static void waiter_init(struct waiter *w, struct engine *e, const char *ctr,
+void engine_waiter_init(struct waiter *w, struct engine *e, const char *ctr,
 			const struct engine_stream *self)
 {
 	w->e = e;
@@ -503,7 +485,7 @@ static void waiter_init(struct waiter *w, struct engine *e, const char *ctr,
 
 /* CURLOPT_XFERINFOFUNCTION (about once a second when nothing moves):
  * aborts the call once nothing has moved for the timeout (struct waiter). */
-static int waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
+int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
 			curl_off_t ultotal, curl_off_t ulnow)
 {
 	struct waiter *w = data;
@@ -527,7 +509,7 @@ static int waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
  * timeout, as struct waiter says. */
 static void set_stall_timeout(CURL *h, struct waiter *w)
 {
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, waiter_check);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, engine_waiter_check);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 }
@@ -606,7 +588,7 @@ static int do_request(struct engine *e, const char *method, const char *url,
 	if (!h)
 		return -ENOMEM;
 	curl_easy_setopt(h, CURLOPT_URL, url);
-	waiter_init(&w, e, ctr, NULL);
+	engine_waiter_init(&w, e, ctr, NULL);
 	set_stall_timeout(h, &w);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
@@ -911,7 +893,7 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, stream_header);
 	curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
 	/* a stalled body fails after the timeout; a slow one does not */
-	waiter_init(&s->wait, e, s->ctr, s);
+	engine_waiter_init(&s->wait, e, s->ctr, s);
 	set_stall_timeout(s->easy, &s->wait);
 	curl_multi_add_handle(s->multi, s->easy);
 	ret = pump(s, true);
@@ -1018,26 +1000,59 @@ void engine_stream_free(struct engine_stream *s)
 	free(s);
 }
 
+/* The pieces of a PUT's body, copied into curl's upload buffer. */
 struct put_ctx {
-	engine_body_fn fn;
+	engine_piece_fn fn;
 	void *ctx;
+	struct engine_piece p;
+	size_t done; /* of p */
+	bool end;
 	int err;
 };
 
 static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
 {
-	struct put_ctx *p = data;
-	ssize_t n = p->fn(p->ctx, buf, size * nmemb);
+	struct put_ctx *c = data;
+	size_t len = size * nmemb, n = 0;
 
-	if (n < 0) {
-		p->err = (int)n;
-		return CURL_READFUNC_ABORT;
+	while (n < len && !c->end) {
+		size_t k = c->p.len - c->done;
+		int ret;
+
+		if (k == 0) {
+			memset(&c->p, 0, sizeof(c->p));
+			c->done = 0;
+			ret = c->fn(c->ctx, &c->p);
+			if (ret < 0) {
+				c->err = ret;
+				return CURL_READFUNC_ABORT;
+			}
+			c->end = ret == 0;
+			continue;
+		}
+		if (k > len - n)
+			k = len - n;
+		if (c->p.buf) {
+			memcpy(buf + n, (const char *)c->p.buf + c->done, k);
+		} else {
+			ssize_t got = pread(c->p.fd, buf + n, k,
+					    c->p.off + (off_t)c->done);
+
+			if (got <= 0) { /* 0: the file shrank under us */
+				c->err = got < 0 ? -errno : -EIO;
+				return CURL_READFUNC_ABORT;
+			}
+			k = (size_t)got;
+		}
+		c->done += k;
+		n += k;
 	}
-	return (size_t)n;
+	return n;
 }
 
 int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
-		       engine_body_fn fn, void *ctx, char *msg, size_t msglen)
+		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
+		       size_t msglen)
 {
 	struct put_ctx p = {.fn = fn, .ctx = ctx};
 	struct engine_reply r = {0};
@@ -1046,7 +1061,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	struct curl_slist *hdrs = NULL;
 	char url[16384];
 	double t0 = now_mono();
-	CURLcode cc;
+	CURLcode cc = CURLE_OK;
 	CURL *h;
 	int ret;
 
@@ -1054,6 +1069,16 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
 	if (ret < 0)
 		return ret;
+	if (bulk >= ENGINE_RAW_PUT_MIN && !e->tls) {
+		ret = engine_put_raw(e, ctr, url + strlen(e->base), fn, ctx, &r,
+				     msg, msglen);
+		log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms, %lld bytes "
+			"of file data by sendfile",
+			ctr, dir, r.status, msg[0] ? msg : "ok",
+			(now_mono() - t0) * 1e3, (long long)bulk);
+		engine_reply_free(&r);
+		return ret;
+	}
 	h = engine_easy_get(e);
 	if (!h)
 		return -ENOMEM;
@@ -1068,7 +1093,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	curl_easy_setopt(h, CURLOPT_READDATA, &p);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
-	waiter_init(&w, e, ctr, NULL);
+	engine_waiter_init(&w, e, ctr, NULL);
 	set_stall_timeout(h, &w);
 	cc = curl_easy_perform(h);
 	engine_note_reach(e, cc);
@@ -1118,7 +1143,7 @@ int engine_post_json(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	waiter_init(&w, e, ctr, NULL);
+	engine_waiter_init(&w, e, ctr, NULL);
 	set_stall_timeout(h, &w);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);

@@ -120,15 +120,27 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 		       struct engine_stream **out, char *msg, size_t msglen);
 
 /*
- * PUT /containers/{id}/archive?path=DIR with a tar body pulled from fn:
- * fn fills buf with up to len bytes and returns how many, 0 at the end,
- * or -errno to abort. The body is sent chunked, in constant memory.
- * Returns 0 when the engine accepted it, else -errno (-EROFS for a
- * read-only root filesystem or volume) with the engine's reason in msg.
+ * PUT /containers/{id}/archive?path=DIR with a tar body pulled from fn
+ * piece by piece: bytes in memory, or a range of an open file. fn fills
+ * *p and returns 1, 0 at the end, or -errno to abort. The body is sent
+ * chunked, in constant memory. bulk is how many of its bytes are file
+ * data: from ENGINE_RAW_PUT_MIN on, and where no TLS is in the way, the PUT
+ * goes on a connection of its own and the file ranges go to the socket with
+ * sendfile() (engine_put.c). Returns 0 when the engine accepted it, else
+ * -errno (-EROFS for a read-only root filesystem or volume) with the
+ * engine's reason in msg.
  */
-typedef ssize_t (*engine_body_fn)(void *ctx, char *buf, size_t len);
+#define ENGINE_RAW_PUT_MIN (1024 * 1024)
+struct engine_piece {
+	const void *buf; /* len bytes here, or */
+	int fd;		 /* with buf NULL: len bytes of fd from off */
+	off_t off;
+	size_t len;
+};
+typedef int (*engine_piece_fn)(void *ctx, struct engine_piece *p);
 int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
-		       engine_body_fn fn, void *ctx, char *msg, size_t msglen);
+		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
+		       size_t msglen);
 
 /*
  * Runs argv (no shell) in the container and waits for it: 0 when it exited

@@ -309,6 +309,43 @@ void engine_raw_free(struct engine_raw *r)
 	free(r);
 }
 
+int engine_raw_connect(struct engine *e, struct engine_raw **out)
+{
+	struct engine_raw *r = calloc(1, sizeof(*r));
+	char url[1024];
+	curl_socket_t fd;
+	CURLcode cc;
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	r->h = engine_easy_get(e);
+	if (!r->h) {
+		free(r);
+		return -ENOMEM;
+	}
+	/* curl only opens it: the request and what follows are ours */
+	snprintf(url, sizeof(url), "%s/", engine_base(e));
+	curl_easy_setopt(r->h, CURLOPT_URL, url);
+	curl_easy_setopt(r->h, CURLOPT_CONNECT_ONLY, 1L);
+	cc = curl_easy_perform(r->h);
+	engine_note_reach(e, cc);
+	if (cc != CURLE_OK ||
+	    curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
+	    fd == CURL_SOCKET_BAD) {
+		engine_raw_free(r);
+		return -EIO;
+	}
+	r->fd = fd;
+	*out = r;
+	return 0;
+}
+
+int engine_raw_fd(const struct engine_raw *r)
+{
+	return r->fd;
+}
+
 /* Reads the reply to a hijacking request up to the end of its headers:
  * 0 when it switched to the raw stream (101, or 200 with the stream
  * after it), the bytes read past the headers kept in r->rest. */
@@ -363,11 +400,9 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 		       char *msg, size_t msglen)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-	char id[80], url[1024], req[2048];
+	char id[80], req[2048];
 	const char *host;
 	struct engine_raw *r;
-	curl_socket_t fd;
-	CURLcode cc;
 	int ret, n;
 
 	msg[0] = '\0';
@@ -376,30 +411,11 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 	ret = exec_create(e, ctr, argv, true, id, sizeof(id), msg, msglen);
 	if (ret < 0)
 		return ret;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->h = engine_easy_get(e);
-	if (!r->h) {
-		free(r);
-		return -ENOMEM;
+	ret = engine_raw_connect(e, &r);
+	if (ret < 0) {
+		snprintf(msg, msglen, "exec attach: %s", strerror(-ret));
+		return ret;
 	}
-	/* a connection of its own, which curl only opens: the request and
-	 * the stream after it are ours */
-	snprintf(url, sizeof(url), "%s/", engine_base(e));
-	curl_easy_setopt(r->h, CURLOPT_URL, url);
-	curl_easy_setopt(r->h, CURLOPT_CONNECT_ONLY, 1L);
-	cc = curl_easy_perform(r->h);
-	engine_note_reach(e, cc);
-	if (cc != CURLE_OK ||
-	    curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
-	    fd == CURL_SOCKET_BAD) {
-		snprintf(msg, msglen, "exec attach: %s",
-			 curl_easy_strerror(cc));
-		engine_raw_free(r);
-		return -EIO;
-	}
-	r->fd = fd;
 	host = strstr(engine_base(e), "://") + 3;
 	n = snprintf(req, sizeof(req),
 		     "POST %s/exec/%s/start HTTP/1.1\r\n"

@@ -26,4 +26,41 @@ int engine_reply_errno(long status, const char *msg);
 int engine_post_json(struct engine *e, const char *ctr, const char *path,
 		     const char *json, struct engine_reply *r);
 
+/*
+ * The engine runs one archive call (or exec) per container at a time; a
+ * call made while a GET of ours on that container is open waits, without
+ * a byte, until that GET ends, which for a big file may take longer than
+ * the stall timeout. Such a call is not stalled while the GET it waits
+ * for moves: its clock runs only while neither its own bytes nor those of
+ * another open GET of the container move. Before, a PUT at a close, made
+ * while a reader of 400 MiB was inside a read (not drained first), failed
+ * with EIO after the timeout.
+ */
+struct engine_stream;
+struct waiter {
+	struct engine *e;
+	const char *ctr;		  /* or NULL: no other GET counts */
+	const struct engine_stream *self; /* a GET does not wait for itself */
+	double last;			  /* when something last moved */
+	curl_off_t moved;		  /* its own bytes, both ways */
+	long long others;		  /* other GETs' bytes, as last seen */
+};
+
+void engine_waiter_init(struct waiter *w, struct engine *e, const char *ctr,
+			const struct engine_stream *self);
+/* Whether w has waited past the timeout: dlnow + ulnow are its own bytes
+ * moved so far (a CURLOPT_XFERINFOFUNCTION). */
+int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
+			curl_off_t ultotal, curl_off_t ulnow);
+
+/* A connection of our own to the engine, opened by curl (CONNECT_ONLY):
+ * what goes on it is ours (engine_raw_send() and engine_raw_recv()). */
+int engine_raw_connect(struct engine *e, struct engine_raw **out);
+int engine_raw_fd(const struct engine_raw *r);
+/* PUT of target (path and query) with a chunked body from fn on a
+ * connection of its own, file ranges by sendfile(); the reply in r. */
+int engine_put_raw(struct engine *e, const char *ctr, const char *target,
+		   engine_piece_fn fn, void *ctx, struct engine_reply *r,
+		   char *msg, size_t msglen);
+
 #endif

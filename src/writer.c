@@ -688,17 +688,20 @@ bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir)
 	return found;
 }
 
-/* The tar body of a group commit, produced as curl asks for it. */
+/* The tar body of a group commit, piece by piece as the engine code asks:
+ * each file's header, its data as a range of the spool file, padding;
+ * then the end of the archive. */
 struct body {
 	struct item *items;
 	struct item *cur;
 	char hdr[HDR_MAX];
-	size_t hdr_len, hdr_off;
-	off_t size, data_off;
-	size_t pad;
-	size_t trailer; /* end-of-archive bytes still to send */
+	size_t hdr_len;
+	off_t size;
+	enum { B_NEXT, B_HDR, B_DATA, B_PAD, B_TRAILER, B_DONE } step;
 	bool started;
 };
+
+static const char zeros[2 * TAR_BLOCK];
 
 static int next_item(struct body *b)
 {
@@ -710,7 +713,7 @@ static int next_item(struct body *b)
 	b->cur = b->started ? b->cur->next : b->items;
 	b->started = true;
 	if (!b->cur) {
-		b->trailer = 2 * TAR_BLOCK;
+		b->step = B_TRAILER;
 		return 0;
 	}
 	f = b->cur->f;
@@ -725,76 +728,76 @@ static int next_item(struct body *b)
 	if (n < 0)
 		return (int)n;
 	b->hdr_len = (size_t)n;
-	b->hdr_off = 0;
 	b->size = sp.st_size;
-	b->data_off = 0;
-	b->pad = (TAR_BLOCK - (size_t)(sp.st_size % TAR_BLOCK)) % TAR_BLOCK;
+	b->step = B_HDR;
 	return 0;
 }
 
-static ssize_t body_fill(void *ctx, char *buf, size_t len)
+static int body_next(void *ctx, struct engine_piece *p)
 {
 	struct body *b = ctx;
-	size_t done = 0;
 	int ret;
 
-	if (!b->started && (ret = next_item(b)) < 0)
-		return ret;
-	while (done < len) {
-		size_t k;
-
-		if (!b->cur) {
-			k = b->trailer < len - done ? b->trailer : len - done;
-			memset(buf + done, 0, k);
-			b->trailer -= k;
-			done += k;
-			break;
-		}
-		if (b->hdr_off < b->hdr_len) {
-			k = b->hdr_len - b->hdr_off;
-			k = k < len - done ? k : len - done;
-			memcpy(buf + done, b->hdr + b->hdr_off, k);
-			b->hdr_off += k;
-			done += k;
-		} else if (b->data_off < b->size) {
-			off_t left = b->size - b->data_off;
-			ssize_t n;
-
-			k = left < (off_t)(len - done) ? (size_t)left
-						       : len - done;
-			/* straight from the spool into curl's buffer */
-			n = pread(b->cur->f->fd, buf + done, k, b->data_off);
-			if (n < 0)
-				return -errno;
-			if (n == 0)
-				return -EIO; /* shrank under us */
-			b->data_off += n;
-			done += (size_t)n;
-		} else if (b->pad > 0) {
-			k = b->pad < len - done ? b->pad : len - done;
-			memset(buf + done, 0, k);
-			b->pad -= k;
-			done += k;
-		} else if ((ret = next_item(b)) < 0) {
-			return ret;
+	for (;;) {
+		switch (b->step) {
+		case B_NEXT:
+			ret = next_item(b);
+			if (ret < 0)
+				return ret;
+			continue;
+		case B_HDR:
+			p->buf = b->hdr;
+			p->len = b->hdr_len;
+			b->step = B_DATA;
+			return 1;
+		case B_DATA:
+			b->step = B_PAD;
+			if (b->size == 0)
+				continue;
+			/* straight from the spool */
+			p->buf = NULL;
+			p->fd = b->cur->f->fd;
+			p->off = 0;
+			p->len = (size_t)b->size;
+			return 1;
+		case B_PAD:
+			b->step = B_NEXT;
+			p->len = (TAR_BLOCK - (size_t)(b->size % TAR_BLOCK)) %
+				 TAR_BLOCK;
+			if (p->len == 0)
+				continue;
+			p->buf = zeros;
+			return 1;
+		case B_TRAILER:
+			b->step = B_DONE;
+			p->buf = zeros;
+			p->len = sizeof(zeros);
+			return 1;
+		case B_DONE:
+			return 0;
 		}
 	}
-	return (ssize_t)done;
 }
 
 /* Sends items (same container and directory) in one PUT. */
 static int put_batch(struct writer *w, struct item *items)
 {
-	struct body b = {.items = items};
+	struct body b = {.items = items, .step = B_NEXT};
 	struct wfile *f0 = items->f;
+	off_t bulk = 0;
 	char msg[512];
 	size_t n = 0;
 	int ret;
 
-	for (struct item *it = items; it; it = it->next)
+	for (struct item *it = items; it; it = it->next) {
+		struct stat sp;
+
+		if (fstat(it->f->fd, &sp) == 0)
+			bulk += sp.st_size;
 		n++;
-	ret = engine_archive_put(w->e, f0->ctr.id, items->parent, body_fill, &b,
-				 msg, sizeof(msg));
+	}
+	ret = engine_archive_put(w->e, f0->ctr.id, items->parent, body_next, &b,
+				 bulk, msg, sizeof(msg));
 	if (ret < 0) {
 		for (struct item *it = items; it; it = it->next)
 			log_err("cannot write '%s' in container '%s': %s",
@@ -1013,17 +1016,20 @@ void wfile_put(struct wfile *f)
 
 struct mem_body {
 	char buf[HDR_MAX + 3 * TAR_BLOCK];
-	size_t len, off;
+	size_t len;
+	bool sent;
 };
 
-static ssize_t mem_fill(void *ctx, char *buf, size_t len)
+static int mem_next(void *ctx, struct engine_piece *p)
 {
 	struct mem_body *b = ctx;
-	size_t k = b->len - b->off < len ? b->len - b->off : len;
 
-	memcpy(buf, b->buf + b->off, k);
-	b->off += k;
-	return (ssize_t)k;
+	if (b->sent)
+		return 0;
+	b->sent = true;
+	p->buf = b->buf;
+	p->len = b->len;
+	return 1;
 }
 
 int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
@@ -1042,8 +1048,8 @@ int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
 		return (int)n;
 	}
 	b->len = (size_t)n + 2 * TAR_BLOCK; /* calloc'd: the trailer */
-	ret =
-	    engine_archive_put(w->e, c->id, dir, mem_fill, b, msg, sizeof(msg));
+	ret = engine_archive_put(w->e, c->id, dir, mem_next, b, 0, msg,
+				 sizeof(msg));
 	if (ret < 0)
 		log_err("cannot create '%s' in '%s' of container '%s': %s",
 			te->name, dir, c->name, msg);

@@ -35,10 +35,11 @@ class FaultProxy:
         self.conns = []
         threading.Thread(target=self._accept, daemon=True).start()
 
-    def fail(self, method, substring, status=500):
-        """Answer matching requests with `status` and a JSON message."""
+    def fail(self, method, substring, status=500, chunked_reply=False):
+        """Answer matching requests with `status` and a JSON message (in
+        chunks with chunked_reply, as a server may send any reply)."""
         with self.lock:
-            self.rules.append((method, substring, "fail", status))
+            self.rules.append((method, substring, "fail", (status, chunked_reply)))
 
     def truncate(self, method, substring, after):
         """Close the connection after `after` bytes of a matching response."""
@@ -147,12 +148,20 @@ class FaultProxy:
                                (ln.partition(":") for ln in lines[1:] if ln)}
                     action, arg = self._match(lines[0])
                     if action == "fail":
+                        status, chunked_reply = arg
                         msg = b'{"message":"fault injected by the test proxy"}'
                         chunked = headers.get("transfer-encoding", "").lower() == "chunked"
+                        if chunked_reply:  # the message in two chunks
+                            size = b"Transfer-Encoding: chunked\r\n"
+                            body = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (
+                                10, msg[:10], len(msg) - 10, msg[10:])
+                        else:
+                            size = b"Content-Length: %d\r\n" % len(msg)
+                            body = msg
                         client.sendall(b"HTTP/1.1 %d Injected\r\nContent-Type: application/json\r\n"
-                                       b"Content-Length: %d\r\n%s\r\n%s"
-                                       % (arg, len(msg), b"Connection: close\r\n" if chunked else b"",
-                                          msg))
+                                       b"%s%s\r\n%s"
+                                       % (status, size, b"Connection: close\r\n" if chunked else b"",
+                                          body))
                         if chunked:  # its body is not parsed: drop the rest of the connection
                             discard = True
                             buf = b""

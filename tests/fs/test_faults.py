@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from conftest import MIB, call_with_timeout, errname, read_file, sha256_file, wait_for
+from conftest import (MIB, call_with_timeout, errname, read_file, run_tool, sha256_file,
+                      wait_for)
 
 
 def read_outcome(path):
@@ -105,6 +106,36 @@ def test_failed_copy_for_an_edit_leaves_nothing_behind(mount, container, proxy):
     os.close(fd)
     assert c.exec("cat", "/cf/b") == b"content\nmore\n"
     assert m.alive()
+
+
+@pytest.mark.parametrize("size", [MIB - 1, 4 * MIB], ids=["through-curl", "by-sendfile"])
+@pytest.mark.parametrize("chunked_reply", [False, True], ids=["sized-reply", "chunked-reply"])
+def test_a_refused_put_is_eio_with_the_engines_reason(mount, container, proxy, tmp_path,
+                                                      size, chunked_reply):
+    """A PUT the engine refuses, whichever way ctrfs sends it (a body of
+    1 MiB of file data or more goes on a connection of its own, the file
+    by sendfile; a smaller one through curl) and however the reply is
+    framed: the close fails with EIO, the log gives the engine's reason,
+    nothing lands, and the same copy goes through once the engine takes
+    it."""
+    c = container()
+    c.sh("mkdir /rp")
+    m = mount(engine=proxy)
+    src = tmp_path / "src"
+    data = os.urandom(size)
+    src.write_bytes(data)
+    proxy.fail("PUT", "/archive", 500, chunked_reply=chunked_reply)
+    r = run_tool("cp", src, m.p(c, "/rp/f"), timeout=60, check=False)
+    assert r.returncode != 0, "cp succeeded while the engine refused the PUT"
+    assert b"Input/output error" in r.stderr, r.stderr
+    assert put_fails(proxy) >= 1
+    assert "cannot write '/rp/f' in container" in m.log_text()
+    assert "fault injected by the test proxy" in m.log_text(), m.log_text()
+    assert inside(c, "/rp/f") is None
+    assert m.alive()
+    proxy.clear()
+    run_tool("cp", src, m.p(c, "/rp/f"), timeout=60)
+    assert c.cp_out("/rp/f") == data
 
 
 def put_fails(proxy):

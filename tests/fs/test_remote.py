@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -97,6 +98,74 @@ def test_tls_engine(tls_setup, private_engine, container, mount):
     assert c.sh("ls /").split().count(b"t2") == 0
     with open(m.log, errors="replace") as f:
         assert "agent: shell started" in f.read()
+
+
+class TcpForward:
+    """tcp://127.0.0.1:PORT in front of the engine's unix socket: an engine
+    reached over plain TCP, as `dockerd -H tcp://...` without TLS serves
+    it, without starting a second engine."""
+
+    def __init__(self, unix_path):
+        self.unix_path = unix_path
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.url = "tcp://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            up = socket.socket(socket.AF_UNIX)
+            up.connect(self.unix_path)
+            self.conns += [client, up]
+            for a, b in ((client, up), (up, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a, b):
+        try:
+            while True:
+                data = a.recv(1 << 20)
+                if not data:
+                    break
+                b.sendall(data)
+            b.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def close(self):
+        self.sock.close()
+        for s in self.conns:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def test_plain_tcp_engine(engine, container, mount, tmp_path):
+    """An engine on plain TCP: reads, and writes on both ways a PUT goes
+    (under 1 MiB of file data through curl; from 1 MiB on, by sendfile()
+    to the TCP socket), byte for byte."""
+    fwd = TcpForward(engine.sock)
+    try:
+        c = container()
+        c.sh("echo over-tcp > /t; mkdir /in")
+        m = mount("-d", engine=fwd)
+        assert call_with_timeout(read_file, m.p(c, "/t")) == b"over-tcp\n"
+        for size in (1 << 20) - 1, 1 << 20, 5 * (1 << 20) + 3:
+            data = os.urandom(size)
+            src = tmp_path / f"f{size}"
+            src.write_bytes(data)
+            shutil.copy(src, m.p(c, f"/in/f{size}"))
+            assert c.cp_out(f"/in/f{size}") == data, size
+        assert "bytes of file data by sendfile" in m.log_text()
+    finally:
+        fwd.close()
 
 
 def run_ctrfs(env, mnt, timeout=60):

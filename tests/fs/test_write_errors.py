@@ -331,3 +331,47 @@ def test_a_paused_container(mount, container):
     assert c.exec("cat", "/tmp/kept") == b"kept\n"
     call_with_timeout(os.unlink, m.p(c, "/tmp/doomed"))
     assert not exists_inside(c, "/tmp/doomed")
+
+
+# Writes a file through the mount in a process of its own, so that no
+# process of the test shares its descriptor: a child of a process holding
+# it (docker exec, say) would close it at its exec, and that close commits.
+HOLD_OPEN = """
+import os, sys
+f = open(sys.argv[1], "wb")
+f.write(os.urandom(int(sys.argv[2])))
+f.flush()
+print("written", flush=True)
+sys.stdin.readline()
+try:
+    f.close()
+except OSError as e:
+    print(e.errno, flush=True)
+else:
+    print(0, flush=True)
+"""
+
+
+@pytest.mark.parametrize("size", [MIB - 1, 8 * MIB], ids=["through-curl", "by-sendfile"])
+def test_a_file_whose_directory_went_away_is_enoent(mount, container, size):
+    """The engine refuses a PUT into a directory that is gone before it
+    reads the body: ctrfs stops sending, and the close fails with ENOENT
+    at once (a body sent by sendfile as well as one through curl)."""
+    c = container()
+    c.sh("mkdir /gone")
+    m = mount()
+    w = subprocess.Popen(["/usr/bin/python3", "-c", HOLD_OPEN, m.p(c, "/gone/f"), str(size)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert w.stdout.readline() == "written\n"
+        c.sh("rm -rf /gone")
+        w.stdin.write("\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=30)
+    finally:
+        w.kill()
+    assert out.strip() == str(errno.ENOENT), out
+    assert "cannot write '/gone/f' in container" in m.log_text()
+    assert not exists_inside(c, "/gone")
+    assert m.alive()
+
