@@ -295,6 +295,14 @@ def test_podman_read_write(podman, mount, tmp_path):
         f.write(b"written through ctrfs\n")
     out = pm("exec", name, "cat", "/new").stdout
     assert out == b"written through ctrfs\n"
+    # past 1 MiB of file data the PUT goes on a connection of its own
+    big = os.urandom(3 * (1 << 20) + 5)
+    with open(os.path.join(base, "big"), "wb") as f:
+        f.write(big)
+    assert pm("exec", name, "cat", "/big").stdout == big
+    with open(m.log, errors="replace") as f:
+        assert "bytes of file data by sendfile" in f.read()
+    os.unlink(os.path.join(base, "big"))
     # the tools, through the container's shell (or an exec each)
     os.rename(os.path.join(base, "new"), os.path.join(base, "it's new"))
     os.chmod(os.path.join(base, "it's new"), 0o600)
