@@ -1020,7 +1020,7 @@ static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
 		int ret;
 
 		if (k == 0) {
-			memset(&c->p, 0, sizeof(c->p));
+			c->p = (struct engine_piece){.fd = -1};
 			c->done = 0;
 			ret = c->fn(c->ctx, &c->p);
 			if (ret < 0) {
@@ -1061,7 +1061,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	struct curl_slist *hdrs = NULL;
 	char url[16384];
 	double t0 = now_mono();
-	CURLcode cc = CURLE_OK;
+	CURLcode cc;
 	CURL *h;
 	int ret;
 

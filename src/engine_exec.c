@@ -309,7 +309,8 @@ void engine_raw_free(struct engine_raw *r)
 	free(r);
 }
 
-int engine_raw_connect(struct engine *e, struct engine_raw **out)
+int engine_raw_connect(struct engine *e, struct engine_raw **out, char *msg,
+		       size_t msglen)
 {
 	struct engine_raw *r = calloc(1, sizeof(*r));
 	char url[1024];
@@ -317,11 +318,11 @@ int engine_raw_connect(struct engine *e, struct engine_raw **out)
 	CURLcode cc;
 
 	*out = NULL;
-	if (!r)
-		return -ENOMEM;
-	r->h = engine_easy_get(e);
-	if (!r->h) {
+	if (r)
+		r->h = engine_easy_get(e);
+	if (!r || !r->h) {
 		free(r);
+		snprintf(msg, msglen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
 	}
 	/* curl only opens it: the request and what follows are ours */
@@ -333,6 +334,7 @@ int engine_raw_connect(struct engine *e, struct engine_raw **out)
 	if (cc != CURLE_OK ||
 	    curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
 	    fd == CURL_SOCKET_BAD) {
+		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
 		engine_raw_free(r);
 		return -EIO;
 	}
@@ -400,7 +402,7 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 		       char *msg, size_t msglen)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-	char id[80], req[2048];
+	char id[80], req[2048], why[256];
 	const char *host;
 	struct engine_raw *r;
 	int ret, n;
@@ -411,9 +413,9 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 	ret = exec_create(e, ctr, argv, true, id, sizeof(id), msg, msglen);
 	if (ret < 0)
 		return ret;
-	ret = engine_raw_connect(e, &r);
+	ret = engine_raw_connect(e, &r, why, sizeof(why));
 	if (ret < 0) {
-		snprintf(msg, msglen, "exec attach: %s", strerror(-ret));
+		snprintf(msg, msglen, "exec attach: %s", why);
 		return ret;
 	}
 	host = strstr(engine_base(e), "://") + 3;

@@ -54,8 +54,10 @@ int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
 			curl_off_t ultotal, curl_off_t ulnow);
 
 /* A connection of our own to the engine, opened by curl (CONNECT_ONLY):
- * what goes on it is ours (engine_raw_send() and engine_raw_recv()). */
-int engine_raw_connect(struct engine *e, struct engine_raw **out);
+ * what goes on it is ours (engine_raw_send() and engine_raw_recv()).
+ * -errno with the reason in msg. */
+int engine_raw_connect(struct engine *e, struct engine_raw **out, char *msg,
+		       size_t msglen);
 int engine_raw_fd(const struct engine_raw *r);
 /* PUT of target (path and query) with a chunked body from fn on a
  * connection of its own, file ranges by sendfile(); the reply in r. */

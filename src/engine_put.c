@@ -393,11 +393,9 @@ int engine_put_raw(struct engine *e, const char *ctr, const char *target,
 	int n, ret, sent;
 
 	memset(r, 0, sizeof(*r));
-	ret = engine_raw_connect(e, &raw);
-	if (ret < 0) {
-		snprintf(msg, msglen, "cannot connect to the engine");
+	ret = engine_raw_connect(e, &raw, msg, msglen);
+	if (ret < 0)
 		return ret;
-	}
 	p.fd = engine_raw_fd(raw);
 	fcntl(p.fd, F_SETFL, fcntl(p.fd, F_GETFL) | O_NONBLOCK);
 	engine_waiter_init(&p.w, e, ctr, NULL);
