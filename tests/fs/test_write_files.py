@@ -7,6 +7,7 @@ import hashlib
 import os
 import random
 import re
+import subprocess
 import threading
 import time
 
@@ -361,3 +362,24 @@ def test_rsync_a_inplace(mount, container, tmp_path):
             os.path.getsize(src / name), 0o640, 1234, 5678, int(os.path.getmtime(src / name))), name
         assert not compare_stat(c, m.p(c, f"/srv/{name}"), f"/srv/{name}"), name
         assert call_with_timeout(sha256_file, m.p(c, f"/srv/{name}")) == sha256_file(src / name), name
+
+
+def test_a_spool_that_cannot_be_spliced_from_still_lands(mount, container, tmp_path):
+    """A PUT of 1 MiB of file data or more sends the spool with sendfile();
+    where the kernel refuses that (EINVAL: a filesystem it cannot splice
+    from; here sendfile() is made to fail, preloaded from no_sendfile.c)
+    the data goes through a buffer instead, byte for byte."""
+    lib = str(tmp_path / "no_sendfile.so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "no_sendfile.c")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
+    env = dict(os.environ)
+    env.pop("DOCKER_HOST", None)
+    env["LD_PRELOAD"] = lib
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    c = container()
+    c.sh("mkdir /ns")
+    m = mount("-d", env=env)
+    data = os.urandom(3 * MIB + 7)
+    write_file(m.p(c, "/ns/f"), data)
+    assert "bytes of file data by sendfile" in m.log_text()
+    assert c.cp_out("/ns/f") == data
