@@ -740,6 +740,21 @@ def pytest_runtest_makereport(item, call):
 # Helpers for the write-path tests (test_write_*.py)
 
 
+def shim_env(workdir, source):
+    """The daemon's environment with tests/fs/SOURCE (a C file) compiled
+    into workdir and preloaded: a shim that changes what ctrfs sees of its
+    host (time(), sendfile())."""
+    lib = os.path.join(str(workdir), os.path.splitext(source)[0] + ".so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), source)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
+    env = dict(os.environ)
+    env.pop("DOCKER_HOST", None)
+    env["LD_PRELOAD"] = lib
+    # a sanitizer runtime wants to be first; the shim only wraps one call
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    return env
+
+
 def run_tool(*argv, timeout=120, check=True, cwd=None):
     """Run a host command (cp, rsync, tar...) on paths through the mount."""
     argv = [str(a) for a in argv]

@@ -6,10 +6,11 @@ ctrfs's clock is ahead of the (local) engine's by SKEW seconds."""
 
 import os
 import re
-import subprocess
 import time
 
 import pytest
+
+from conftest import shim_env
 
 FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 SKEW = 5
@@ -30,14 +31,7 @@ def skewed_env(seconds):
 
 def coarse_env(workdir):
     """time() one second behind the precise clock, preloaded (coarse_time.c)."""
-    lib = os.path.join(workdir, "coarse_time.so")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "coarse_time.c")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
-    env = dict(os.environ)
-    env.pop("DOCKER_HOST", None)
-    env["LD_PRELOAD"] = lib
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
-    return env
+    return shim_env(workdir, "coarse_time.c")
 
 
 def engine_gets(m, path):

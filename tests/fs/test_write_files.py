@@ -7,14 +7,13 @@ import hashlib
 import os
 import random
 import re
-import subprocess
 import threading
 import time
 
 import pytest
 
 from conftest import (MIB, call_with_timeout, compare_stat, host_tree, read_file, run_tool,
-                      sha256_file, tar_tree, tree_diff, wait_for)
+                      sha256_file, shim_env, tar_tree, tree_diff, wait_for)
 
 SIZES = [0, 1, 511, 512, 513, MIB - 1, MIB, MIB + 1]
 
@@ -369,13 +368,7 @@ def test_a_spool_that_cannot_be_spliced_from_still_lands(mount, container, tmp_p
     where the kernel refuses that (EINVAL: a filesystem it cannot splice
     from; here sendfile() is made to fail, preloaded from no_sendfile.c)
     the data goes through a buffer instead, byte for byte."""
-    lib = str(tmp_path / "no_sendfile.so")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "no_sendfile.c")
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
-    env = dict(os.environ)
-    env.pop("DOCKER_HOST", None)
-    env["LD_PRELOAD"] = lib
-    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
+    env = shim_env(tmp_path, "no_sendfile.c")
     c = container()
     c.sh("mkdir /ns")
     m = mount("-d", env=env)
