@@ -21,15 +21,23 @@ import time
 
 
 class FaultProxy:
-    def __init__(self, upstream, path):
+    def __init__(self, upstream, path=None):
+        """Listens on the unix socket at path, or with no path on plain
+        TCP at 127.0.0.1 (an engine reached as `dockerd -H tcp://...`
+        without TLS serves it); url says which."""
         self.upstream = upstream
         self.path = path
-        self.url = "unix://" + path
         self.rules = []  # [(method, substring, action, arg)]
         self.hits = {}
         self.lock = threading.Lock()
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)
+        if path:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.bind(path)
+            self.url = "unix://" + path
+        else:
+            self.sock = socket.socket()
+            self.sock.bind(("127.0.0.1", 0))
+            self.url = "tcp://127.0.0.1:%d" % self.sock.getsockname()[1]
         self.sock.listen(64)
         self.closed = False
         self.conns = []
@@ -69,10 +77,11 @@ class FaultProxy:
                 s.close()
             except OSError:
                 pass
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
 
     def _match(self, request_line):
         with self.lock:

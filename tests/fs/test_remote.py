@@ -9,12 +9,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 
 import pytest
 
 from conftest import CTRFS_BIN, call_with_timeout, read_file, wait_for
+from faultproxy import FaultProxy
 
 
 def free_port():
@@ -100,58 +100,11 @@ def test_tls_engine(tls_setup, private_engine, container, mount):
         assert "agent: shell started" in f.read()
 
 
-class TcpForward:
-    """tcp://127.0.0.1:PORT in front of the engine's unix socket: an engine
-    reached over plain TCP, as `dockerd -H tcp://...` without TLS serves
-    it, without starting a second engine."""
-
-    def __init__(self, unix_path):
-        self.unix_path = unix_path
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.url = "tcp://127.0.0.1:%d" % self.sock.getsockname()[1]
-        self.conns = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.sock.accept()
-            except OSError:
-                return
-            up = socket.socket(socket.AF_UNIX)
-            up.connect(self.unix_path)
-            self.conns += [client, up]
-            for a, b in ((client, up), (up, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while True:
-                data = a.recv(1 << 20)
-                if not data:
-                    break
-                b.sendall(data)
-            b.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-
-    def close(self):
-        self.sock.close()
-        for s in self.conns:
-            try:
-                s.close()
-            except OSError:
-                pass
-
-
 def test_plain_tcp_engine(engine, container, mount, tmp_path):
     """An engine on plain TCP: reads, and writes on both ways a PUT goes
     (under 1 MiB of file data through curl; from 1 MiB on, by sendfile()
     to the TCP socket), byte for byte."""
-    fwd = TcpForward(engine.sock)
+    fwd = FaultProxy(engine.sock)  # no faults: a TCP front to the socket
     try:
         c = container()
         c.sh("echo over-tcp > /t; mkdir /in")
