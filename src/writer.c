@@ -799,9 +799,14 @@ static int put_batch(struct writer *w, struct item *items)
 	ret = engine_archive_put(w->e, f0->ctr.id, items->parent, body_next, &b,
 				 bulk, msg, sizeof(msg));
 	if (ret < 0) {
-		for (struct item *it = items; it; it = it->next)
+		/* the engine may have unpacked part of the tar (it died in
+		 * the middle, say): what ctrfs knew of these names and their
+		 * directory no longer holds, the next lookup asks */
+		for (struct item *it = items; it; it = it->next) {
 			log_err("cannot write '%s' in container '%s': %s",
 				it->f->path, it->f->ctr.name, msg);
+			meta_forget(w->m, &it->f->ctr, it->f->path);
+		}
 	} else if (n > 1) {
 		log_dbg("committed %zu files in '%s' with one PUT", n,
 			items->parent);

@@ -4,6 +4,7 @@
 Everything goes through to the real engine unchanged, except requests whose
 request line matches a rule: those get a canned error status, or their
 response is cut off after a number of bytes (the connection is then closed),
+or the connection is closed part way through their body (the engine died),
 or they (or their replies) are held for a while before they go on (a slow
 engine), the faults and timings that a real engine does not produce on
 demand.
@@ -53,6 +54,13 @@ class FaultProxy:
         """Close the connection after `after` bytes of a matching response."""
         with self.lock:
             self.rules.append((method, substring, "truncate", after))
+
+    def hang_up(self, method, substring, after):
+        """Pass `after` bytes of a matching request's body on, then close
+        the connection both ways (an engine that dies in the middle of a
+        PUT: it got part of the tar, the sender's next write fails)."""
+        with self.lock:
+            self.rules.append((method, substring, "hang_up", after))
 
     def delay(self, method, substring, seconds):
         """Hold matching requests for `seconds` before passing them on."""
@@ -125,6 +133,7 @@ class FaultProxy:
         body_left = 0
         chunks = None  # in a chunked body: {"left": bytes of chunk + CRLF, "last": bool}
         discard = False
+        hang_left = None  # bytes of the body to pass before hanging up
         try:
             while True:
                 data = client.recv(65536)
@@ -135,6 +144,15 @@ class FaultProxy:
                     continue
                 buf += data
                 while buf:
+                    if hang_left is not None and (chunks is not None or body_left):
+                        n = min(hang_left, len(buf))
+                        up.sendall(buf[:n])
+                        hang_left -= n
+                        if hang_left == 0:
+                            state["cut"] = True
+                            return
+                        buf = buf[n:]
+                        continue
                     if chunks is not None:
                         n, done = self._chunked(buf, chunks)
                         up.sendall(buf[:n])
@@ -181,6 +199,7 @@ class FaultProxy:
                         buf = buf[drop:]
                         continue
                     state["truncate"] = arg if action == "truncate" else None
+                    hang_left = arg if action == "hang_up" else None
                     if action == "delay":
                         time.sleep(arg)
                     if action == "delay_reply":
