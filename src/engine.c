@@ -1050,6 +1050,21 @@ static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
 	return n;
 }
 
+/* curl asks to send the body again from its start (it resends a request
+ * whose reused connection closed before any reply): the pieces start over. */
+static int put_seek(void *data, curl_off_t offset, int origin)
+{
+	struct put_ctx *c = data;
+
+	if (offset != 0 || origin != SEEK_SET || c->err)
+		return CURL_SEEKFUNC_CANTSEEK;
+	c->fn(c->ctx, NULL);
+	c->p = (struct engine_piece){.fd = -1};
+	c->done = 0;
+	c->end = false;
+	return CURL_SEEKFUNC_OK;
+}
+
 int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
 		       size_t msglen)
@@ -1091,6 +1106,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, put_read);
 	curl_easy_setopt(h, CURLOPT_READDATA, &p);
+	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, put_seek);
+	curl_easy_setopt(h, CURLOPT_SEEKDATA, &p);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
 	engine_waiter_init(&w, e, ctr, NULL);

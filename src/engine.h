@@ -122,7 +122,9 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 /*
  * PUT /containers/{id}/archive?path=DIR with a tar body pulled from fn
  * piece by piece: bytes in memory, or a range of an open file. fn fills
- * *p and returns 1, 0 at the end, or -errno to abort. The body is sent
+ * *p and returns 1, 0 at the end, or -errno to abort; with p NULL it starts
+ * the body again from its first piece (curl sends a request again when the
+ * kept-alive connection it reused closed before any reply). The body is sent
  * chunked, in constant memory. bulk is how many of its bytes are file
  * data: from ENGINE_RAW_PUT_MIN on, and where no TLS is in the way, the PUT
  * goes on a connection of its own and the file ranges go to the socket with

@@ -618,6 +618,10 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 		if (symlink)
 			cst.st_size = (off_t)strlen(symlink);
 		meta_committed(fs->meta, c, inner, &cst, t0);
+	} else {
+		/* the engine may have made it before the failure (a reply
+		 * lost): the next lookup asks */
+		meta_forget(fs->meta, c, inner);
 	}
 	return ret;
 }
@@ -780,6 +784,8 @@ static int ctrfs_link(const char *from, const char *to)
 		/* the kernel holds the old name's attributes as another
 		 * inode (paths, not inodes, here): tell it they moved */
 		fuse_invalidate_path(fuse_get_context()->fuse, from);
+	} else if (ret < 0) {
+		meta_forget(fs->meta, c, ito); /* perhaps made, reply lost */
 	}
 out_put:
 	ctr_put(fs->ctrs, c);
@@ -816,6 +822,8 @@ static int remove_path(const char *path, const char *tool)
 		wfile_put(w);
 	if (ret == 0 || ret == -ENOENT)
 		meta_committed(fs->meta, c, inner, NULL, t0);
+	else
+		meta_forget(fs->meta, c, inner); /* perhaps removed */
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -891,6 +899,10 @@ static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 				ifrom, c->name, ito);
 			ret = -EIO;
 		}
+	}
+	if (ret < 0) { /* the tool may have run: the next lookups ask */
+		meta_forget(fs->meta, c, ifrom);
+		meta_forget(fs->meta, c, ito);
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */

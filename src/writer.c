@@ -738,6 +738,12 @@ static int body_next(void *ctx, struct engine_piece *p)
 	struct body *b = ctx;
 	int ret;
 
+	if (!p) { /* again from the start (engine.h) */
+		b->step = B_NEXT;
+		b->started = false;
+		return 0;
+	}
+
 	for (;;) {
 		switch (b->step) {
 		case B_NEXT:
@@ -1029,6 +1035,10 @@ static int mem_next(void *ctx, struct engine_piece *p)
 {
 	struct mem_body *b = ctx;
 
+	if (!p) { /* again from the start (engine.h) */
+		b->sent = false;
+		return 0;
+	}
 	if (b->sent)
 		return 0;
 	b->sent = true;

@@ -28,8 +28,9 @@ class FaultProxy:
         without TLS serves it); url says which."""
         self.upstream = upstream
         self.path = path
-        self.rules = []  # [(method, substring, action, arg)]
+        self.rules = []  # [(method, substring, action, arg[, once])]
         self.hits = {}
+        self.seen = []  # every request line, faulted or not
         self.lock = threading.Lock()
         if path:
             self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,12 +56,14 @@ class FaultProxy:
         with self.lock:
             self.rules.append((method, substring, "truncate", after))
 
-    def hang_up(self, method, substring, after):
+    def hang_up(self, method, substring, after, once=False):
         """Pass `after` bytes of a matching request's body on, then close
         the connection both ways (an engine that dies in the middle of a
-        PUT: it got part of the tar, the sender's next write fails)."""
+        PUT: it got part of the tar, the sender's next write fails). With
+        once, only the first matching request (a kept-alive connection
+        the engine closed: the client may send again)."""
         with self.lock:
-            self.rules.append((method, substring, "hang_up", after))
+            self.rules.append((method, substring, "hang_up", after, once))
 
     def delay(self, method, substring, seconds):
         """Hold matching requests for `seconds` before passing them on."""
@@ -93,9 +96,13 @@ class FaultProxy:
 
     def _match(self, request_line):
         with self.lock:
-            for method, sub, action, arg in self.rules:
+            self.seen.append(request_line)
+            for rule in self.rules:
+                method, sub, action, arg = rule[:4]
                 if request_line.startswith(method + " ") and sub in request_line:
                     self.hits[(method, sub)] = self.hits.get((method, sub), 0) + 1
+                    if rule[4:] == (True,):  # once
+                        self.rules.remove(rule)
                     return action, arg
         return None, None
 
