@@ -1124,10 +1124,16 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
 		engine_reply_message(&r, msg, msglen);
 		ret = engine_reply_errno(r.status, msg);
+		if (ret == 0 && !p.end) { /* as engine_put_raw() says */
+			snprintf(msg, msglen,
+				 "the engine answered before the end of "
+				 "the body");
+			ret = -EIO;
+		}
 	}
 	log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms", ctr, dir, r.status,
 		msg[0] ? msg : "ok", (now_mono() - t0) * 1e3);
-	if (cc == CURLE_OK)
+	if (cc == CURLE_OK && p.end)
 		easy_put(e, h);
 	else
 		curl_easy_cleanup(h);

@@ -207,6 +207,24 @@ def test_a_put_whose_reply_is_lost_shows_what_the_engine_made(mount, container, 
         assert read_file(p) == src.read_bytes()
 
 
+@pytest.mark.parametrize("size", [300 * 1024, 4 * MIB], ids=["through-curl", "by-sendfile"])
+def test_a_success_before_the_end_of_the_body_is_eio(mount, container, proxy, tmp_path, size):
+    """An engine that says 200 before it has read the whole PUT (none
+    does; a broken proxy might) has not taken the file: the close fails
+    with EIO and a log line, never a success for data that did not go."""
+    c = container()
+    c.sh("mkdir /es")
+    m = mount(engine=proxy)
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(size))
+    proxy.fail("PUT", "/archive", 200)
+    r = run_tool("cp", src, m.p(c, "/es/f"), timeout=60, check=False)
+    assert r.returncode != 0, "cp succeeded with the body cut short"
+    assert b"Input/output error" in r.stderr, r.stderr
+    assert "cannot write '/es/f' in container" in m.log_text()
+    assert m.alive()
+
+
 def test_a_put_cut_on_a_kept_alive_connection_is_sent_again_whole(mount, container, proxy):
     """The engine closes a kept-alive connection in the middle of a PUT's
     body (it got part of the tar): curl sends the request again on a new
