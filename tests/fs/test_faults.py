@@ -121,9 +121,7 @@ def test_a_refused_put_is_eio_with_the_engines_reason(mount, container, proxy, t
     c = container()
     c.sh("mkdir /rp")
     m = mount(engine=proxy)
-    src = tmp_path / "src"
-    data = os.urandom(size)
-    src.write_bytes(data)
+    src, data = host_file(tmp_path, size)
     proxy.fail("PUT", "/archive", 500, chunked_reply=chunked_reply)
     r = run_tool("cp", src, m.p(c, "/rp/f"), timeout=60, check=False)
     assert r.returncode != 0, "cp succeeded while the engine refused the PUT"
@@ -149,9 +147,7 @@ def test_an_engine_gone_in_the_middle_of_a_put_is_eio(mount, container, proxy, t
     c = container()
     c.sh("mkdir /hu")
     m = mount(engine=proxy)
-    src = tmp_path / "src"
-    data = os.urandom(size)
-    src.write_bytes(data)
+    src, data = host_file(tmp_path, size)
     proxy.hang_up("PUT", "/archive", size // 4)
     r = run_tool("cp", src, m.p(c, "/hu/f"), timeout=60, check=False)
     assert r.returncode != 0, "cp succeeded while the engine hung up in the PUT"
@@ -182,8 +178,7 @@ def test_a_put_whose_reply_is_lost_shows_what_the_engine_made(mount, container, 
     m = mount(engine=proxy)
     p = m.p(c, "/rl/x")
     assert not os.path.exists(p)  # the absence is cached now
-    src = tmp_path / "src"
-    src.write_bytes(os.urandom(4 * MIB if what == "big-file" else 1000))
+    src, data = host_file(tmp_path, 4 * MIB if what == "big-file" else 1000)
     proxy.truncate("PUT", "/archive", 0)
     if what == "mkdir":
         err = errno_of(os.mkdir, p)
@@ -204,7 +199,7 @@ def test_a_put_whose_reply_is_lost_shows_what_the_engine_made(mount, container, 
     elif what == "symlink":
         assert os.readlink(p) == "target"
     else:
-        assert read_file(p) == src.read_bytes()
+        assert read_file(p) == data
 
 
 @pytest.mark.parametrize("size", [300 * 1024, 4 * MIB], ids=["through-curl", "by-sendfile"])
@@ -215,8 +210,7 @@ def test_a_success_before_the_end_of_the_body_is_eio(mount, container, proxy, tm
     c = container()
     c.sh("mkdir /es")
     m = mount(engine=proxy)
-    src = tmp_path / "src"
-    src.write_bytes(os.urandom(size))
+    src, _ = host_file(tmp_path, size)
     proxy.fail("PUT", "/archive", 200)
     r = run_tool("cp", src, m.p(c, "/es/f"), timeout=60, check=False)
     assert r.returncode != 0, "cp succeeded with the body cut short"
@@ -246,6 +240,14 @@ def test_a_put_cut_on_a_kept_alive_connection_is_sent_again_whole(mount, contain
     assert c.cp_out("/ka/f") == data
     assert read_file(m.p(c, "/ka/f")) == data
     assert "cannot write" not in m.log_text()
+
+
+def host_file(tmp_path, size):
+    """A host file of size random bytes to copy in: its path and bytes."""
+    src = tmp_path / "src"
+    data = os.urandom(size)
+    src.write_bytes(data)
+    return src, data
 
 
 def put_fails(proxy):
