@@ -10,7 +10,8 @@ engine), the faults and timings that a real engine does not produce on
 demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
-heads, and bodies with a Content-Length or in chunks. When a chunked request
+heads, and bodies with a Content-Length or in chunks; after a request that asks
+for an Upgrade (an attached exec's stream) the rest goes through as it is. When a chunked request
 is failed, its reply says "Connection: close" and the rest of what the client
 sends on it is dropped.
 """
@@ -141,6 +142,7 @@ class FaultProxy:
         chunks = None  # in a chunked body: {"left": bytes of chunk + CRLF, "last": bool}
         discard = False
         hang_left = None  # bytes of the body to pass before hanging up
+        tunnel = False  # after an Upgrade request (an attached exec)
         try:
             while True:
                 data = client.recv(65536)
@@ -173,6 +175,10 @@ class FaultProxy:
                         up.sendall(buf[:n])
                         buf, body_left = buf[n:], body_left - n
                         continue
+                    if tunnel:  # an upgraded connection: raw bytes now
+                        up.sendall(buf)
+                        buf = b""
+                        break
                     end = buf.find(b"\r\n\r\n")
                     if end < 0:
                         break
@@ -212,6 +218,7 @@ class FaultProxy:
                     if action == "delay_reply":
                         state["delay_reply"] = arg
                     up.sendall(head)
+                    tunnel = "upgrade" in headers
                     if headers.get("transfer-encoding", "").lower() == "chunked":
                         chunks = {"left": 0, "last": False}
                         continue

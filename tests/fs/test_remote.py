@@ -103,7 +103,8 @@ def test_tls_engine(tls_setup, private_engine, container, mount):
 def test_plain_tcp_engine(engine, container, mount, tmp_path):
     """An engine on plain TCP: reads, and writes on both ways a PUT goes
     (under 1 MiB of file data through curl; from 1 MiB on, by sendfile()
-    to the TCP socket), byte for byte."""
+    to the TCP socket), byte for byte, and the attached shell that runs
+    the tools (its exec stream is a hijacked connection)."""
     fwd = FaultProxy(engine.sock)  # no faults: a TCP front to the socket
     try:
         c = container()
@@ -117,6 +118,9 @@ def test_plain_tcp_engine(engine, container, mount, tmp_path):
             shutil.copy(src, m.p(c, f"/in/f{size}"))
             assert c.cp_out(f"/in/f{size}") == data, size
         assert "bytes of file data by sendfile" in m.log_text()
+        # the attached shell (a hijacked connection) works over TCP too
+        with open(m.log, errors="replace") as f:
+            assert "agent: shell started" in f.read()
     finally:
         fwd.close()
 
