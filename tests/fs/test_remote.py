@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -231,9 +232,29 @@ def podman(base_dir, rootfs):
             proc.kill()
             proc.wait(30)
         log.close()
+        # conmon outlives an exec by minutes (--exit-delay) and then runs
+        # `podman container cleanup`, which mounts under d again: stop the
+        # ones of this private root (ours) before unmounting
+        stop_processes_naming(d)
         subprocess.run(["umount", "-R", "-l", os.path.join(d, "root")], check=False,
                        stderr=subprocess.DEVNULL)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def stop_processes_naming(path):
+    """SIGKILL every process whose command line names path (the helpers a
+    private podman started under its own directory)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if path.encode() in cmd and int(pid) != os.getpid():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def test_podman_read_write(podman, mount, tmp_path):
