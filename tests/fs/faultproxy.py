@@ -11,9 +11,9 @@ demand.
 
 It understands just enough HTTP/1.1 to find where each request starts: request
 heads, and bodies with a Content-Length or in chunks; after a request that asks
-for an Upgrade (an attached exec's stream) the rest goes through as it is. When a chunked request
-is failed, its reply says "Connection: close" and the rest of what the client
-sends on it is dropped.
+for an Upgrade (an attached exec's stream) the rest goes through as it is.
+When a chunked request is failed, its reply says "Connection: close" and the
+rest of what the client sends on it is dropped.
 """
 
 import os
@@ -99,10 +99,10 @@ class FaultProxy:
         with self.lock:
             self.seen.append(request_line)
             for rule in self.rules:
-                method, sub, action, arg = rule[:4]
+                method, sub, action, arg, *once = rule
                 if request_line.startswith(method + " ") and sub in request_line:
                     self.hits[(method, sub)] = self.hits.get((method, sub), 0) + 1
-                    if rule[4:] == (True,):  # once
+                    if once and once[0]:
                         self.rules.remove(rule)
                     return action, arg
         return None, None

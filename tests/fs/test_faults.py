@@ -153,7 +153,7 @@ def test_an_engine_gone_in_the_middle_of_a_put_is_eio(mount, container, proxy, t
     assert r.returncode != 0, "cp succeeded while the engine hung up in the PUT"
     assert b"Input/output error" in r.stderr, r.stderr
     # curl sends once more when the connection was a kept-alive one
-    assert put_fails(proxy) in (1, 2) if size < MIB else put_fails(proxy) == 1
+    assert put_fails(proxy) in ((1, 2) if size < MIB else (1,))
     assert m.log_text().count("cannot write '/hu/f' in container") == 1, m.log_text()
     assert m.alive()
     # what the engine unpacked of the cut tar, if anything, is what the
@@ -189,7 +189,7 @@ def test_a_put_whose_reply_is_lost_shows_what_the_engine_made(mount, container, 
         err = errno.EIO if b"Input/output error" in r.stderr else r.returncode
     assert err == errno.EIO, errname(err)
     # curl sends once more when the connection was a kept-alive one
-    assert put_fails(proxy) in (1, 2) if what != "big-file" else put_fails(proxy) == 1
+    assert put_fails(proxy) in ((1,) if what == "big-file" else (1, 2))
     assert m.alive()
     proxy.clear()
     assert c.engine.docker("exec", c.name, "ls", "-ld", "/rl/x", check=False).returncode == 0, \
