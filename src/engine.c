@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #define POOL_MAX	16
@@ -22,6 +23,14 @@
 #define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
+/* A GET whose engine sends slower than its reader takes: rather than wake
+ * at each of the engine's writes (about 32 KiB), the reader sleeps as long
+ * as the engine takes to send NAP_BATCH at the rate seen so far, at most
+ * NAP_MAX, and then takes what came at once. The engine does the waking
+ * otherwise: on two CPUs, each wake-up is time taken from it. */
+#define NAP_AFTER (1 << 20) /* body bytes before the rate is trusted */
+#define NAP_BATCH (64 * 1024)
+#define NAP_MAX	  500e-6 /* seconds */
 
 /* Idle objects kept for the next call, under the engine's pool_lock. */
 struct pool {
@@ -83,6 +92,7 @@ struct engine_stream {
 	size_t errlen;
 	_Atomic off_t total;
 	double t0;
+	double t_body; /* when the first byte of the body came */
 	char what[256];
 };
 
@@ -818,16 +828,35 @@ static size_t stream_write(char *p, size_t size, size_t nmemb, void *data)
 		s->paused = true;
 		return CURL_WRITEFUNC_PAUSE;
 	}
+	if (s->total == 0)
+		s->t_body = now_mono();
 	memcpy(s->buf + s->len, p, n);
 	s->len += n;
 	s->total += (off_t)n;
 	return n;
 }
 
+/* The wait for the next bytes of a long body, in place of a wake-up at
+ * each of the engine's writes (NAP_BATCH). */
+static void nap(struct engine_stream *s)
+{
+	double took = now_mono() - s->t_body;
+	double t = took > 0 ? NAP_BATCH * took / (double)s->total : NAP_MAX;
+	struct timespec ts;
+
+	if (t > NAP_MAX)
+		t = NAP_MAX;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(t * 1e9);
+	nanosleep(&ts, NULL);
+}
+
 /* Drives the transfer until it has data for the reader, has seen the
  * response headers (when headers is set), or is over. */
 static int pump(struct engine_stream *s, bool headers)
 {
+	bool napped = false;
+
 	while (!s->done) {
 		CURLMsg *msg;
 		int running, left;
@@ -847,6 +876,11 @@ static int pump(struct engine_stream *s, bool headers)
 			break;
 		if (s->done)
 			break;
+		if (!headers && !napped && s->total >= NAP_AFTER) {
+			nap(s);
+			napped = true;
+			continue;
+		}
 		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
 		if (mc != CURLM_OK)
 			return -EIO;
