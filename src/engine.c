@@ -4,6 +4,7 @@
 #include "clocklag.h"
 #include "hostcfg.h"
 #include "log.h"
+#include "nap.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -23,14 +24,6 @@
 #define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
-/* A GET whose engine sends slower than its reader takes: rather than wake
- * at each of the engine's writes (about 32 KiB), the reader sleeps as long
- * as the engine takes to send NAP_BATCH at the rate seen so far, at most
- * NAP_MAX, and then takes what came at once. The engine does the waking
- * otherwise: on two CPUs, each wake-up is time taken from it. */
-#define NAP_AFTER (1 << 20) /* body bytes before the rate is trusted */
-#define NAP_BATCH (64 * 1024)
-#define NAP_MAX	  500e-6 /* seconds */
 
 /* Idle objects kept for the next call, under the engine's pool_lock. */
 struct pool {
@@ -836,19 +829,16 @@ static size_t stream_write(char *p, size_t size, size_t nmemb, void *data)
 	return n;
 }
 
-/* The wait for the next bytes of a long body, in place of a wake-up at
- * each of the engine's writes (NAP_BATCH). */
-static void nap(struct engine_stream *s)
+/* The wait for the next bytes of a long body (nap.h): true when it slept. */
+static bool nap(struct engine_stream *s)
 {
-	double took = now_mono() - s->t_body;
-	double t = took > 0 ? NAP_BATCH * took / (double)s->total : NAP_MAX;
-	struct timespec ts;
+	double t = nap_seconds(s->total, now_mono() - s->t_body);
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(t * 1e9)};
 
-	if (t > NAP_MAX)
-		t = NAP_MAX;
-	ts.tv_sec = 0;
-	ts.tv_nsec = (long)(t * 1e9);
+	if (t <= 0)
+		return false;
 	nanosleep(&ts, NULL);
+	return true;
 }
 
 /* Drives the transfer until it has data for the reader, has seen the
@@ -876,8 +866,7 @@ static int pump(struct engine_stream *s, bool headers)
 			break;
 		if (s->done)
 			break;
-		if (!headers && !napped && s->total >= NAP_AFTER) {
-			nap(s);
+		if (!headers && !napped && nap(s)) {
 			napped = true;
 			continue;
 		}
