@@ -28,6 +28,9 @@
 /* ... and at most this many entries: the engine's work is per file, so a
  * subtree of countless tiny files is not read far for its owner either */
 #define PROBE_ENTRIES 2048
+/* A file whose owner was asked for: up to this size its content, which
+ * the GET brings with the header, is read and kept as well. */
+#define PROBE_FILE ((off_t)1 << 20)
 /* Entries past half their TTL in a small subtree that make it worth one
  * GET rather than a HEAD each once a walk stats them (relist_worth()):
  * that many below the directory, and some of them its own children. */
@@ -288,13 +291,18 @@ static void log_fail(struct ctr *c, const char *what, const char *path,
 		reason);
 }
 
+static void keep_probed(struct meta *m, struct ctr *c, const char *path,
+			struct tarstream *t, off_t size, long snapshot);
+
 /* Learns the full header of path (owner, raw link target) from the first
- * tar entry of a GET, then aborts the transfer. */
+ * tar entry of a GET, then aborts the transfer; a small file's content,
+ * which comes with it, is kept. */
 static int probe(struct meta *m, struct ctr *c, const char *path)
 {
 	struct engine_stream *s;
 	struct tarstream *t;
 	struct tar_entry te;
+	long snapshot = engine_now(m->e);
 	char msg[512];
 	int ret;
 
@@ -313,6 +321,9 @@ static int probe(struct meta *m, struct ctr *c, const char *path)
 	else
 		log_fail(c, "stat", path,
 			 ret == 1 ? "empty archive" : tarstream_error(t));
+	if (ret == 0 && S_ISREG(te.st.st_mode) && !te.hardlink &&
+	    te.st.st_size <= PROBE_FILE)
+		keep_probed(m, c, path, t, te.st.st_size, snapshot);
 	if (ret == 1)
 		ret = -EIO;
 	tarstream_free(t);
@@ -1096,6 +1107,27 @@ static void settle_pending(struct loader *l, bool whole)
 		free(l->pend[i].path);
 	}
 	free(l->pend);
+}
+
+/* The content of a small file whose header a probe read: the rest of its
+ * tar, kept as a listing keeps contents, so that a `cat` or `cp` of a file
+ * not listed yet costs one GET, not two. Kept only when the archive ends
+ * right after it. */
+static void keep_probed(struct meta *m, struct ctr *c, const char *path,
+			struct tarstream *t, off_t size, long snapshot)
+{
+	struct loader l = {.m = m,
+			   .c = c,
+			   .dir = path,
+			   .snapshot = snapshot,
+			   .t = t,
+			   .defer = true};
+	struct tar_entry te;
+	bool whole = prefetch(&l, path, size) == 0 && l.npend == 1 &&
+		     tarstream_next(t, &te) == 1;
+
+	settle_pending(&l, whole);
+	cache_blob_put(l.blob);
 }
 
 static int load_entry(struct loader *l, const struct tar_entry *te)

@@ -413,6 +413,26 @@ def test_first_look_at_a_small_tree_is_its_only_get(mount, container, tmp_path):
     assert len(gets) <= 2 and set(gets) <= {"/", "/once"}, f"GETs: {gets}"
 
 
+def test_a_small_file_looked_up_alone_is_read_with_that_get(mount, container):
+    """A file that no listing has shown yet is looked up by HEAD and a GET
+    for its owner (a tar header), and a file of up to 1 MiB comes whole in
+    that GET: its content is kept, so reading it makes no GET of its own.
+    Before, `cat` of such a file cost two GETs of it. A bigger file's probe
+    stops after the header, and its read is a GET of its own."""
+    c = container()
+    sizes = {"e0": 0, "e1": 1, "e4000": 4000, "e1m": 1 << 20, "e1m1": (1 << 20) + 1}
+    # the first look at /p (and at /) stops at its 8 MiB cap, before these
+    c.sh("mkdir /p; head -c 9437184 /dev/zero > /p/0big; " +
+         "; ".join(f"head -c {n} /dev/urandom > /p/{f}" for f, n in sizes.items()))
+    m = mount("-d")
+    for f, n in sizes.items():
+        assert call_with_timeout(sha256_file, m.p(c, f"/p/{f}")) == c.cp_sha256(f"/p/{f}"), f
+        assert os.stat(m.p(c, f"/p/{f}")).st_size == n
+    gets = re.findall(r"engine: GET [0-9a-f]+:(/\S*)", engine_log(m))
+    got = {f: gets.count(f"/p/{f}") for f in sizes}
+    assert got == {"e0": 1, "e1": 1, "e4000": 1, "e1m": 1, "e1m1": 2}, (got, gets)
+
+
 def lookups_below(m, c, d):
     return len(re.findall(rf"^LOOKUP /{re.escape(c.name)}{re.escape(d)}/", engine_log(m), re.M))
 
