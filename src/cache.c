@@ -116,6 +116,12 @@ void cache_blob_put(struct cache_blob *b)
 	}
 }
 
+struct cache_blob *cache_blob_get(struct cache_blob *b)
+{
+	__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
+	return b;
+}
+
 int cache_blob_fd(const struct cache_blob *b)
 {
 	return b->fd;
@@ -838,8 +844,7 @@ bool cache_set_data(struct cache *c, const char *ns, const char *path,
 	if (n && S_ISREG(n->attr.st.st_mode) && len == n->attr.st.st_size &&
 	    c->data_bytes - n->datalen + len <= c->data_budget) {
 		drop_data(c, n);
-		__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
-		n->data = b;
+		n->data = cache_blob_get(b);
 		n->dataoff = off;
 		n->datalen = len;
 		n->data_snapshot = snapshot;

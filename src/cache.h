@@ -128,6 +128,8 @@ int cache_in_listing(struct cache *c, const char *ns, const char *path,
 struct cache_blob;
 struct cache_blob *cache_blob_new(int fd);
 void cache_blob_put(struct cache_blob *b);
+/* Another reference to b, for cache_blob_put(). */
+struct cache_blob *cache_blob_get(struct cache_blob *b);
 int cache_blob_fd(const struct cache_blob *b);
 
 /*

@@ -31,6 +31,8 @@
 /* A file whose owner was asked for: up to this size its content, which
  * the GET brings with the header, is read and kept as well. */
 #define PROBE_FILE ((off_t)1 << 20)
+/* The size of the spool file such contents share before another is begun */
+#define PROBE_BLOB ((off_t)32 << 20)
 /* Entries past half their TTL in a small subtree that make it worth one
  * GET rather than a HEAD each once a walk stats them (relist_worth()):
  * that many below the directory, and some of them its own children. */
@@ -115,6 +117,10 @@ struct meta {
 	/* list_by_exec() found no find or stat in them: the oldest goes */
 	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
 	size_t no_exec_next;
+	/* the spool file the contents probes keep go to, and its end */
+	pthread_mutex_t probe_lock;
+	struct cache_blob *probe_blob;
+	off_t probe_off;
 };
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
@@ -131,6 +137,7 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 	m->spool = spool;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
+	pthread_mutex_init(&m->probe_lock, NULL);
 	return m;
 }
 
@@ -145,6 +152,8 @@ void meta_free(struct meta *m)
 	if (m->started)
 		pthread_join(m->ahead, NULL);
 	free(m->claim);
+	cache_blob_put(m->probe_blob);
+	pthread_mutex_destroy(&m->probe_lock);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -1109,6 +1118,36 @@ static void settle_pending(struct loader *l, bool whole)
 	free(l->pend);
 }
 
+/* Room for size bytes of a probe's content: a reference to the spool file
+ * all probes share (a new one once PROBE_BLOB is passed; a descriptor per
+ * probed file would run the daemon out of them) and the offset in it;
+ * NULL when there is no spool file. */
+static struct cache_blob *probe_room(struct meta *m, off_t size, off_t *off)
+{
+	struct cache_blob *b = NULL;
+
+	pthread_mutex_lock(&m->probe_lock);
+	if (m->probe_blob && m->probe_off + size > PROBE_BLOB) {
+		cache_blob_put(m->probe_blob); /* its contents keep it */
+		m->probe_blob = NULL;
+	}
+	if (!m->probe_blob && m->spool) {
+		int fd = spool_file(m->spool);
+
+		m->probe_blob = fd >= 0 ? cache_blob_new(fd) : NULL;
+		if (!m->probe_blob && fd >= 0)
+			close(fd);
+		m->probe_off = 0;
+	}
+	if (m->probe_blob) {
+		b = cache_blob_get(m->probe_blob);
+		*off = m->probe_off;
+		m->probe_off += size;
+	}
+	pthread_mutex_unlock(&m->probe_lock);
+	return b;
+}
+
 /* The content of a small file whose header a probe read: the rest of its
  * tar, kept as a listing keeps contents, so that a `cat` or `cp` of a file
  * not listed yet costs one GET, not two. Kept only when the archive ends
@@ -1123,9 +1162,13 @@ static void keep_probed(struct meta *m, struct ctr *c, const char *path,
 			   .t = t,
 			   .defer = true};
 	struct tar_entry te;
-	bool whole = prefetch(&l, path, size) == 0 && l.npend == 1 &&
-		     tarstream_next(t, &te) == 1;
+	bool whole;
 
+	l.blob = probe_room(m, size, &l.blob_off);
+	if (!l.blob)
+		return;
+	whole = prefetch(&l, path, size) == 0 && l.npend == 1 &&
+		tarstream_next(t, &te) == 1;
 	settle_pending(&l, whole);
 	cache_blob_put(l.blob);
 }

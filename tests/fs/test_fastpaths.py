@@ -433,6 +433,24 @@ def test_a_small_file_looked_up_alone_is_read_with_that_get(mount, container):
     assert got == {"e0": 1, "e1": 1, "e4000": 1, "e1m": 1, "e1m1": 2}, (got, gets)
 
 
+def test_contents_kept_by_probes_share_one_descriptor(mount, container):
+    """The contents that probes keep go to one spool file (a new one each
+    32 MiB), not one each: 40 small files read one by one outside any
+    listing keep their contents (no second GET) without 40 descriptors."""
+    c = container()
+    c.sh("mkdir /q; head -c 9437184 /dev/zero > /q/0big; i=0; "
+         "while [ $i -lt 40 ]; do head -c $((i * 100 + 1)) /dev/urandom > /q/f$i; i=$((i+1)); done")
+    m = mount("-d")
+    sha256_file(m.p(c, "/q/f0"))
+    before = len(os.listdir(f"/proc/{m.pid}/fd"))
+    for i in range(1, 40):
+        assert sha256_file(m.p(c, f"/q/f{i}")) == c.cp_sha256(f"/q/f{i}"), i
+    after = len(os.listdir(f"/proc/{m.pid}/fd"))
+    gets = re.findall(r"engine: GET [0-9a-f]+:(/\S*)", engine_log(m))
+    assert all(gets.count(f"/q/f{i}") == 1 for i in range(40)), gets
+    assert after - before < 10, f"{after - before} more descriptors after 39 probed files"
+
+
 def lookups_below(m, c, d):
     return len(re.findall(rf"^LOOKUP /{re.escape(c.name)}{re.escape(d)}/", engine_log(m), re.M))
 
