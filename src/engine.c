@@ -651,6 +651,17 @@ void engine_reply_free(struct engine_reply *r)
 	r->len = 0;
 }
 
+/* Whether s is an API version: digits, a dot, digits ("1.45"). */
+static bool is_version(const char *s)
+{
+	size_t a = strspn(s, "0123456789"), b;
+
+	if (a == 0 || a > 4 || s[a] != '.')
+		return false;
+	b = strspn(s + a + 1, "0123456789");
+	return b > 0 && b <= 4 && s[a + 1 + b] == '\0';
+}
+
 /* Compares dotted versions "1.41" and "1.47". */
 static int version_cmp(const char *a, const char *b)
 {
@@ -687,16 +698,39 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 		return -EIO;
 	}
 	engine_reply_free(&r);
+	if (!is_version(api)) {
+		for (char *q = api; *q; q++) /* one line, whatever it sent */
+			if (*q < 0x20 || *q > 0x7e)
+				*q = '?';
+		snprintf(msg, msglen,
+			 "the engine at %s gives no API version ('%.16s' in "
+			 "/_ping's Api-Version): not a Docker engine?",
+			 e->url, api);
+		return -EPROTO;
+	}
+	if (version_cmp(api, ENGINE_API_MIN) < 0) {
+		snprintf(msg, msglen,
+			 "the engine at %s speaks API %s, older than the %s "
+			 "ctrfs needs (Docker 1.12)",
+			 e->url, api, ENGINE_API_MIN);
+		return -EPROTO;
+	}
+	if (pin && *pin &&
+	    (!is_version(pin) || version_cmp(pin, ENGINE_API_MIN) < 0)) {
+		snprintf(msg, msglen,
+			 "DOCKER_API_VERSION=%.16s: want a version from %s on",
+			 pin, ENGINE_API_MIN);
+		return -EINVAL;
+	}
 	if (pin && *pin)
 		use = pin;
-	else if (api[0] && version_cmp(api, ENGINE_API_MAX) < 0)
+	else if (version_cmp(api, ENGINE_API_MAX) < 0)
 		use = api;
 	else
 		use = ENGINE_API_MAX;
 	snprintf(e->prefix, sizeof(e->prefix), "/v%s", use);
 	snprintf(msg, msglen, "%s at %s speaks API %s, using %s",
-		 e->podman ? "Podman" : "engine", e->url,
-		 api[0] ? api : "(unknown)", use);
+		 e->podman ? "Podman" : "engine", e->url, api, use);
 	return 0;
 }
 

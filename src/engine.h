@@ -18,6 +18,9 @@
 #include <time.h>
 
 #define ENGINE_API_MAX "1.47"
+/* The oldest API whose archive, exec and inspect calls ctrfs relies on
+ * (Docker 1.12; the oldest that Docker 26 itself still serves). */
+#define ENGINE_API_MIN "1.24"
 
 struct engine;
 struct engine_stream;
@@ -83,7 +86,9 @@ void engine_set_abandoned(struct engine *e, engine_abandoned_fn fn);
 bool engine_set_abortable(bool on);
 
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
- * it). 0 or -errno, with a message in msg. */
+ * it). 0 or -errno, with a message in msg: -EPROTO for an engine that
+ * gives no version, one that is not a version, or one older than
+ * ENGINE_API_MIN. */
 int engine_ping(struct engine *e, char *msg, size_t msglen);
 
 /*

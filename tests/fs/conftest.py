@@ -29,10 +29,36 @@ import pytest
 
 from faultproxy import FaultProxy
 
-DOCKER = "/usr/bin/docker"
-DOCKERD = shutil.which("dockerd") or "/usr/sbin/dockerd"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD_DIR = os.environ.get("BUILD_DIR", "build")
+
+
+def _engine_bin_dir():
+    """The directory of the chosen engine's dockerd and CLI (CTRFS_TEST_ENGINE:
+    docker-current, the default: Debian 13's docker.io unpacked into a cache
+    by scripts/current-engine; docker-20.10: Debian 12's own docker.io)."""
+    kind = os.environ.get("CTRFS_TEST_ENGINE") or "docker-current"
+    if kind == "docker-20.10":
+        return kind, None
+    if kind != "docker-current":
+        raise RuntimeError(f"CTRFS_TEST_ENGINE={kind}: want docker-current or docker-20.10 "
+                           "(Podman has its own tests in test_remote.py)")
+    d = os.environ.get("CTRFS_ENGINE_BIN")
+    if not d:
+        d = subprocess.run([os.path.join(REPO, "scripts", "current-engine")], check=True,
+                           stdout=subprocess.PIPE, stdin=subprocess.DEVNULL).stdout.decode().strip()
+    return kind, d
+
+
+ENGINE_KIND, ENGINE_BIN = _engine_bin_dir()
+if ENGINE_BIN:
+    DOCKER = os.path.join(ENGINE_BIN, "docker")
+    DOCKERD = os.path.join(ENGINE_BIN, "dockerd")
+else:
+    DOCKER = "/usr/bin/docker"
+    DOCKERD = shutil.which("dockerd", path="/usr/sbin:/usr/bin") or "/usr/sbin/dockerd"
+# dockerd finds containerd, the shim, runc and docker-init on PATH
+ENGINE_PATH = ":".join(p for p in (ENGINE_BIN, os.environ.get("PATH", ""), "/usr/sbin:/sbin") if p)
+BUILD_DIR = os.environ.get("BUILD_DIR", "build-test")
 CTRFS_BIN = os.environ.get("CTRFS_BIN") or os.path.join(REPO, BUILD_DIR, "ctrfs")
 SANITIZED = os.environ.get("CTRFS_SANITIZED") == "1"
 
@@ -49,6 +75,10 @@ STATIC_FILES = {
     "data/sub/setuid": (b"#!/not/really\n", 0o4755, 0, 0, 1700000000),
 }
 STATIC_DIRS = {"data": (0o755, 0, 0, 1100000000), "data/sub": (0o1777, 4321, 8765, 1200000000)}
+
+
+def pytest_report_header(config):
+    return f"engine: {ENGINE_KIND} ({DOCKERD}, CLI {DOCKER})"
 
 
 # --------------------------------------------------------------------------
@@ -187,16 +217,19 @@ class Engine:
             "--bridge=none",
             "--iptables=false",
             "--ip-masq=false",
+            "--ip6tables=false",
             "--data-root", os.path.join(self.dir, "data"),
             "--exec-root", os.path.join(self.dir, "exec"),
             "--pidfile", self.pidfile,
             "-H", self.url,
             *self.extra_args,
         ]
+        env = dict(os.environ)
+        env["PATH"] = ENGINE_PATH
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True,
+                start_new_session=True, env=env,
             )
         deadline = time.monotonic() + timeout
         while not ping(self.sock):

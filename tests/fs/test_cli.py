@@ -164,3 +164,60 @@ def test_daemon_takes_the_hard_descriptor_limit(mount):
     with open(f"/proc/{m.pid}/limits") as f:
         line = next(l for l in f if l.startswith("Max open files"))
     assert line.split()[3:5] == [str(hard), str(hard)], line
+
+
+def _ping_server(path, api_version):
+    """A unix-socket server that answers every request with a 200 to /_ping
+    carrying `api_version` (None: no Api-Version header) and stays open."""
+    import threading
+
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(16)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.recv(65536)
+                    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n"
+                    if api_version is not None:
+                        head += b"Api-Version: " + api_version + b"\r\n"
+                    conn.sendall(head + b"\r\nOK")
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
+
+
+@pytest.mark.parametrize("api,says", [
+    (b"1.12", "speaks API 1.12, older than the 1.24 ctrfs needs"),
+    (b"banana\x1b[31m", "gives no API version ('banana?[31m'"),
+    (None, "gives no API version (''"),
+], ids=["too-old", "garbage", "none"])
+def test_engine_without_a_usable_api_version_exits_2(mnt, tmp_path, api, says):
+    path = str(tmp_path / "fake.sock")
+    srv = _ping_server(path, api)
+    try:
+        r = run_ctrfs("-f", "-o", "host=unix://" + path, mnt)
+    finally:
+        srv.close()
+    err = r.stderr.decode(errors="replace")
+    assert r.returncode == 2, (r.returncode, err)
+    lines = [l for l in err.splitlines() if l.strip()]
+    assert len(lines) == 1 and says in lines[0] and path in lines[0], err
+    assert not os.path.ismount(mnt)
+
+
+def test_a_pinned_api_version_below_the_minimum_exits_2(mnt, engine):
+    env = dict(os.environ, DOCKER_API_VERSION="1.12")
+    env.pop("DOCKER_HOST", None)
+    r = run_ctrfs("-f", "-o", "host=" + engine.url, mnt, env=env)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "DOCKER_API_VERSION=1.12: want a version from 1.24 on" in r.stderr.decode()
+    assert not os.path.ismount(mnt)
