@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "meta.h"
+#include "meta_int.h"
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
@@ -21,13 +22,6 @@
 
 /* Files up to this size have their content kept from a listing's tar. */
 #define PREFETCH_MAX ((off_t)64 << 20)
-/* Bytes of a directory's tar read when only its owner was asked for: a
- * small subtree comes whole, with its listings and contents, so that a
- * walk of it needs no second GET. Past the cap the GET is aborted. */
-#define PROBE_TREE ((off_t)8 << 20)
-/* ... and at most this many entries: the engine's work is per file, so a
- * subtree of countless tiny files is not read far for its owner either */
-#define PROBE_ENTRIES 2048
 /* A file whose owner was asked for: up to this size its content, which
  * the GET brings with the header, is read and kept as well. */
 #define PROBE_FILE ((off_t)1 << 20)
@@ -50,8 +44,6 @@
  * bound leaves room for slower execs. */
 #define LIST_BIG_FILE  PREFETCH_MAX
 #define LIST_BIG_TOTAL ((off_t)256 << 20)
-/* Containers remembered to lack `find` or `stat`. */
-#define NO_EXEC_MAX 16
 /* A walk through a directory too big to list again with a GET has the
  * entries below it confirmed by one exec of find and stat instead of a
  * HEAD each (confirm_by_exec()) when the cache knows at most CONFIRM_MAX
@@ -60,20 +52,6 @@
 #define CONFIRM_MAX    20000
 #define CONFIRM_DOCKER 256
 #define CONFIRM_PODMAN 8
-
-/* Where a walk through a directory was seen to need a HEAD: the siblings
- * after name, in listing order, are the walk's next steps. */
-struct hint {
-	struct ctr c;
-	char dir[PATH_MAX];
-	char name[NAME_MAX + 1];
-};
-
-/* A directory of a container. */
-struct dirref {
-	char ns[sizeof(((struct ctr *)0)->id)];
-	char dir[PATH_MAX];
-};
 
 static void dirref_set(struct dirref *r, const struct ctr *c, const char *dir)
 {
@@ -86,42 +64,6 @@ static bool dirref_is(const struct dirref *r, const struct ctr *c,
 {
 	return strcmp(r->ns, c->id) == 0 && strcmp(r->dir, dir) == 0;
 }
-
-struct meta {
-	struct engine *e;
-	struct cache *c;
-	double ttl;
-	meta_busy_fn busy;
-	struct spool *spool;
-	/* the revalidate-ahead thread, made on first use */
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a new hint; a claim done; a window over */
-	pthread_t ahead;
-	bool started, stop, pending;
-	struct hint hint; /* the newest, when pending */
-	/* the window the thread works through, in order: claim[0..ndone)
-	 * are revalidated; a getattr of a claimed path waits for it rather
-	 * than asking the engine a second time */
-	char (*claim)[PATH_MAX];
-	char claim_ns[sizeof(((struct ctr *)0)->id)];
-	size_t nclaim, ndone;
-	/* relist_parent(): the directory being listed again for a walk,
-	 * the last one found not worth it (when), and the directory of the
-	 * last stale entry (which, when); the last directory walked that
-	 * was too small (when), and the last directory above two such
-	 * found not worth it either (when) */
-	bool relisting;
-	struct dirref relist, relist_no, seen, small, up_no;
-	double relist_no_at, seen_at, small_at, up_no_at;
-	char seen_name[NAME_MAX + 1];
-	/* list_by_exec() found no find or stat in them: the oldest goes */
-	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
-	size_t no_exec_next;
-	/* the spool file the contents probes keep go to, and its end */
-	pthread_mutex_t probe_lock;
-	struct cache_blob *probe_blob;
-	off_t probe_off;
-};
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 		      meta_busy_fn busy, struct spool *spool)
@@ -157,21 +99,6 @@ void meta_free(struct meta *m)
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
-}
-
-static ssize_t stream_source(void *ctx, const void **buf)
-{
-	return engine_stream_read(ctx, buf);
-}
-
-static void fill_defaults(struct stat *st)
-{
-	st->st_blksize = CTRFS_BLKSIZE;
-	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	if (st->st_nlink == 0)
-		st->st_nlink = 1;
 }
 
 void meta_learn(struct meta *m, struct ctr *c, const char *path,
@@ -293,13 +220,6 @@ void meta_forget(struct meta *m, struct ctr *c, const char *path)
 	cache_remove(m->c, c->id, path);
 }
 
-static void log_fail(struct ctr *c, const char *what, const char *path,
-		     const char *reason)
-{
-	log_err("cannot %s '%s' in container '%s': %s", what, path, c->name,
-		reason);
-}
-
 static void keep_probed(struct meta *m, struct ctr *c, const char *path,
 			struct tarstream *t, off_t size, long snapshot);
 
@@ -339,12 +259,6 @@ static int probe(struct meta *m, struct ctr *c, const char *path)
 out_stream:
 	engine_stream_free(s);
 	return ret;
-}
-
-static bool same_head(const struct stat *a, const struct stat *b)
-{
-	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec;
 }
 
 /* Asks the engine (HEAD) and merges the answer into the cache. */
