@@ -25,7 +25,7 @@
 #define PROBE_BLOB ((off_t)32 << 20)
 /* A full listing stops before a file of LIST_BIG_FILE or more that would
  * take its tar past LIST_BIG_TOTAL, and lists the directory by exec
- * instead (list_by_exec()): an exec costs what 20-85 MiB of streamed
+ * instead (execlist_list()): an exec costs what 20-85 MiB of streamed
  * tar do (45 ms against 460 MiB/s on the dev engine, 327 ms against
  * 256 MiB/s in ENGINE.md), and a listing has no use for the data; the
  * bound leaves room for slower execs. */

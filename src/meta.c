@@ -4,6 +4,7 @@
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "execlist.h"
 #include "loader.h"
 #include "log.h"
 #include "pathmap.h"
@@ -33,7 +34,7 @@
 #define AHEAD 64
 /* A walk through a directory too big to list again with a GET has the
  * entries below it confirmed by one exec of find and stat instead of a
- * HEAD each (confirm_by_exec()) when the cache knows at most CONFIRM_MAX
+ * HEAD each (execlist_confirm()) when the cache knows at most CONFIRM_MAX
  * of them and at least this many are past half their TTL: an exec costs
  * 45-330 ms on Docker, a HEAD about 1 ms (56 ms on Podman). */
 #define CONFIRM_MAX    20000
@@ -461,9 +462,6 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static bool exec_listing_ok(struct meta *m, const struct ctr *c);
-static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir);
-
 /*
  * Whether path's directory has a listing, whole as of less than the TTL
  * ago, that lacks it. A listing past the TTL is confirmed with one HEAD of
@@ -537,7 +535,7 @@ static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
 
 /*
  * Whether the entries below dir, a directory too big to list again with a
- * GET, are better confirmed by one exec (confirm_by_exec()) than one HEAD
+ * GET, are better confirmed by one exec (execlist_confirm()) than one HEAD
  * each: many of them past half their TTL, and not too many in all. As
  * many must be its own children when dir is the walked directory itself
  * (deep false): `ls -la /usr` stats its 14 children, for which 14 HEADs
@@ -556,7 +554,7 @@ static bool confirm_worth(struct meta *m, struct ctr *c, const char *dir,
 				     : RELIST_DOCKER_CHILD;
 	struct cache_subtree t;
 
-	if (strcmp(dir, "/") == 0 || !exec_listing_ok(m, c) ||
+	if (strcmp(dir, "/") == 0 || !execlist_ok(m, c) ||
 	    cache_subtree(m->c, c->id, dir, CONFIRM_MAX, (off_t)1 << 62,
 			  now - m->ttl / 2, &t) < 0 ||
 	    t.stale < need || t.stale_children < need_child)
@@ -679,7 +677,7 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	dirref_set(&m->relist, c, dir);
 	pthread_mutex_unlock(&m->lock);
 	if (confirm)
-		whole = (ret = confirm_by_exec(m, c, dir)) == 0;
+		whole = (ret = execlist_confirm(m, c, dir)) == 0;
 	else
 		ret = loader_tree(m, c, dir, PROBE_TREE, false, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
@@ -763,205 +761,11 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	return 0;
 }
 
-static bool exec_listing_ok(struct meta *m, const struct ctr *c)
-{
-	bool ok = c->running;
-
-	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; ok && i < NO_EXEC_MAX; i++)
-		ok = strcmp(m->no_exec[i], c->id) != 0;
-	pthread_mutex_unlock(&m->lock);
-	return ok;
-}
-
-static void no_exec_listing(struct meta *m, const struct ctr *c)
-{
-	pthread_mutex_lock(&m->lock);
-	snprintf(m->no_exec[m->no_exec_next], sizeof(m->no_exec[0]), "%s",
-		 c->id);
-	m->no_exec_next = (m->no_exec_next + 1) % NO_EXEC_MAX;
-	pthread_mutex_unlock(&m->lock);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Runs find and stat over the children of dir (deep: its whole subtree),
- * as engine_exec_out() does. */
-static int exec_stat(struct meta *m, struct ctr *c, const char *dir, bool deep,
-		     int *status, char *msg, size_t msglen, char **out,
-		     size_t *outlen)
-{
-	const char *argv[] = {
-	    "find", dir,  "-mindepth",	     "1",  "-maxdepth", "1", "-exec",
-	    "stat", "-c", PATHSTAT_STAT_FMT, "{}", "+",		NULL};
-
-	if (deep) /* without "-maxdepth 1" */
-		memmove(&argv[4], &argv[6], 7 * sizeof(argv[0]));
-	*status = 0;
-	return engine_exec_out(m->e, c->id, argv, status, msg, msglen, out,
-			       outlen);
-}
-
-/*
- * Lists dir by exec, for a listing that stopped before a big file:
- * `find DIR -mindepth 1 -maxdepth 1 -exec stat -c ... {} +` (busybox and
- * GNU alike) gives each child's type, mode, owner, size, mtime, link
- * count and device. Children the stopped GET has just cached (since)
- * stay as its tar said, contents included; a symlink's target is asked
- * when read. 0, or -errno (the caller then reads the whole tree), and
- * the tool's exit status in *status (126 or 127: no find or stat).
- */
-static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
-			double since, int *status)
-{
-	char prefix[PATH_MAX], msg[512];
-	char *out, *line, *nl, *names = NULL, **v = NULL;
-	size_t outlen, n = 0, cap = 0, bytes = 0;
-	long snapshot = engine_now(m->e);
-	double t0 = now_mono();
-	int ret;
-
-	snprintf(prefix, sizeof(prefix), "%s/", strcmp(dir, "/") ? dir : "");
-	ret = exec_stat(m, c, dir, false, status, msg, sizeof(msg), &out,
-			&outlen);
-	if (ret < 0) {
-		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
-			"tree is read",
-			dir, c->name, msg[0] ? msg : strerror(-ret));
-		return ret;
-	}
-	for (line = out; line < out + outlen; line = nl + 1) {
-		struct cache_attr a = {.flags = CACHE_OWNER}, old;
-		char *path, **nv;
-
-		nl = memchr(line, '\n', (size_t)(out + outlen - line));
-		if (!nl) {
-			ret = -EIO;
-			break;
-		}
-		*nl = '\0';
-		if (pathstat_stat_line(line, prefix, false, &a.st, &path) < 0) {
-			ret = -EIO;
-			break;
-		}
-		fill_defaults(&a.st);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		v[n++] = path + strlen(prefix);
-		bytes += strlen(path + strlen(prefix)) + 1;
-		if (cache_get(m->c, c->id, path, &old, NULL, 0) == 0 &&
-		    (old.flags & CACHE_OWNER) && old.validated >= since)
-			continue; /* just read from the tar */
-		a.validated = now_mono();
-		cache_put(m->c, c->id, path, &a, NULL);
-	}
-	if (ret == 0) {
-		char *p = names = malloc(bytes ? bytes : 1);
-
-		/* the tar's order */
-		if (n > 0)
-			qsort(v, n, sizeof(*v), cmp_names);
-		for (size_t i = 0; names && i < n; i++)
-			p = stpcpy(p, v[i]) + 1;
-		ret = names ? cache_set_listing(m->c, c->id, dir, names, n,
-						bytes, snapshot)
-			    : -ENOMEM;
-	}
-	if (ret < 0)
-		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
-			"tree is read",
-			dir, c->name,
-			ret == -EIO ? "output not understood" : strerror(-ret));
-	else
-		log_dbg("listed '%s' in '%s' by exec: %zu entries in %.1f ms",
-			dir, c->name, n, (now_mono() - t0) * 1e3);
-	free(names);
-	free(v);
-	free(out);
-	return ret;
-}
-
-/*
- * Confirms what the cache holds below dir with one exec of find and stat
- * over its subtree (CONFIRM_*, confirm_worth()). Each entry is judged as a
- * HEAD's answer is (revalidate()): the same type, size and mtime second,
- * with the same owner known, confirms it; anything else replaces it,
- * owner included, and the content held for it goes with the old
- * attributes. Paths the cache does not hold are left out (a listing brings
- * them: their directory's mtime moved), and entries the exec does not show
- * stay stale: their next getattr asks, and a 404 drops them. A line that
- * does not parse (a name with a newline) is skipped the same way.
- */
-static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir)
-{
-	char prefix[PATH_MAX], msg[512];
-	char *out, *line, *nl;
-	size_t outlen, seen = 0, same = 0;
-	double t0 = now_mono();
-	int status, ret;
-
-	if ((size_t)snprintf(prefix, sizeof(prefix), "%s/", dir) >=
-	    sizeof(prefix))
-		return -ENAMETOOLONG;
-	ret = exec_stat(m, c, dir, true, &status, msg, sizeof(msg), &out,
-			&outlen);
-	if (ret < 0) {
-		if (status == 126 || status == 127)
-			no_exec_listing(m, c);
-		log_dbg("'%s' in '%s' not confirmed by exec (%s)", dir, c->name,
-			msg[0] ? msg : strerror(-ret));
-		return ret;
-	}
-	for (line = out; line < out + outlen; line = nl + 1) {
-		struct cache_attr a = {.flags = CACHE_OWNER}, old;
-		char *path;
-
-		nl = memchr(line, '\n', (size_t)(out + outlen - line));
-		if (!nl)
-			break;
-		*nl = '\0';
-		if (pathstat_stat_line(line, prefix, true, &a.st, &path) < 0 ||
-		    cache_get(m->c, c->id, path, &old, NULL, 0) < 0)
-			continue;
-		fill_defaults(&a.st);
-		seen++;
-		a.validated = now_mono();
-		/* a directory's size is 0 in a tar and 4096 from a HEAD (and
-		 * from stat): it says nothing */
-		if (S_ISDIR(a.st.st_mode) && S_ISDIR(old.st.st_mode))
-			a.st.st_size = old.st.st_size;
-		if (same_head(&old.st, &a.st) && (old.flags & CACHE_OWNER) &&
-		    old.st.st_uid == a.st.st_uid &&
-		    old.st.st_gid == a.st.st_gid &&
-		    old.st.st_mtim.tv_nsec == 0) {
-			cache_confirm(m->c, c->id, path, NULL, a.validated);
-			same++;
-		} else {
-			cache_put(m->c, c->id, path, &a, NULL);
-		}
-	}
-	log_dbg("confirmed '%s' in '%s' by exec: %zu of %zu entries the same "
-		"in %.1f ms",
-		dir, c->name, same, seen, (now_mono() - t0) * 1e3);
-	free(out);
-	return 0;
-}
-
 int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out)
 {
 	struct cache_attr a;
-	bool by_exec = exec_listing_ok(m, c), whole, loaded = false;
+	bool by_exec = execlist_ok(m, c), whole, loaded = false;
 	int ret, tries = 0, status;
 	double t0;
 
@@ -987,10 +791,10 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 			return ret;
 		loaded = true;
 		if (!whole && by_exec &&
-		    (ret = list_by_exec(m, c, dir, t0, &status)) < 0) {
+		    (ret = execlist_list(m, c, dir, t0, &status)) < 0) {
 			/* not counted: it could not give a listing */
 			if (status == 126 || status == 127) /* no such tool */
-				no_exec_listing(m, c);
+				execlist_no_tools(m, c);
 			by_exec = false;
 			tries--;
 		}

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What meta.c shares with the other files of the metadata component, and
- * with no one else: struct meta, which meta_new() makes and meta_free()
- * frees, the limits more than one file uses, and the small helpers they
- * all call. Not part of the metadata API (meta.h).
+ * What meta.c shares with loader.c and execlist.c, and with no one else:
+ * struct meta, which meta_new() makes and meta_free() frees, the limits
+ * more than one of them uses, and the small helpers they all call. Not
+ * part of the metadata API (meta.h).
  */
 #ifndef CTRFS_META_INT_H
 #define CTRFS_META_INT_H
@@ -73,7 +73,7 @@ struct meta {
 	struct dirref relist, relist_no, seen, small, up_no;
 	double relist_no_at, seen_at, small_at, up_no_at;
 	char seen_name[NAME_MAX + 1];
-	/* list_by_exec() found no find or stat in them: the oldest goes */
+	/* execlist_no_tools(): found to lack find or stat; the oldest goes */
 	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
 	size_t no_exec_next;
 	/* the spool file the contents probes keep go to, and its end */
