@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "meta.h"
+#include "meta_int.h"
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "execlist.h"
+#include "loader.h"
 #include "log.h"
 #include "pathmap.h"
 #include "pathstat.h"
-#include "spool.h"
 #include "tarstream.h"
 
 #include <errno.h>
@@ -17,22 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-/* Files up to this size have their content kept from a listing's tar. */
-#define PREFETCH_MAX ((off_t)64 << 20)
-/* Bytes of a directory's tar read when only its owner was asked for: a
- * small subtree comes whole, with its listings and contents, so that a
- * walk of it needs no second GET. Past the cap the GET is aborted. */
-#define PROBE_TREE ((off_t)8 << 20)
-/* ... and at most this many entries: the engine's work is per file, so a
- * subtree of countless tiny files is not read far for its owner either */
-#define PROBE_ENTRIES 2048
 /* A file whose owner was asked for: up to this size its content, which
  * the GET brings with the header, is read and kept as well. */
 #define PROBE_FILE ((off_t)1 << 20)
-/* The size of the spool file such contents share before another is begun */
-#define PROBE_BLOB ((off_t)32 << 20)
 /* Entries past half their TTL in a small subtree that make it worth one
  * GET rather than a HEAD each once a walk stats them (relist_worth()):
  * that many below the directory, and some of them its own children. */
@@ -42,38 +32,14 @@
 #define RELIST_PODMAN_CHILD 1
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
-/* A full listing stops before a file of LIST_BIG_FILE or more that would
- * take its tar past LIST_BIG_TOTAL, and lists the directory by exec
- * instead (list_by_exec()): an exec costs what 20-85 MiB of streamed
- * tar do (45 ms against 460 MiB/s on the dev engine, 327 ms against
- * 256 MiB/s in ENGINE.md), and a listing has no use for the data; the
- * bound leaves room for slower execs. */
-#define LIST_BIG_FILE  PREFETCH_MAX
-#define LIST_BIG_TOTAL ((off_t)256 << 20)
-/* Containers remembered to lack `find` or `stat`. */
-#define NO_EXEC_MAX 16
 /* A walk through a directory too big to list again with a GET has the
  * entries below it confirmed by one exec of find and stat instead of a
- * HEAD each (confirm_by_exec()) when the cache knows at most CONFIRM_MAX
+ * HEAD each (execlist_confirm()) when the cache knows at most CONFIRM_MAX
  * of them and at least this many are past half their TTL: an exec costs
  * 45-330 ms on Docker, a HEAD about 1 ms (56 ms on Podman). */
 #define CONFIRM_MAX    20000
 #define CONFIRM_DOCKER 256
 #define CONFIRM_PODMAN 8
-
-/* Where a walk through a directory was seen to need a HEAD: the siblings
- * after name, in listing order, are the walk's next steps. */
-struct hint {
-	struct ctr c;
-	char dir[PATH_MAX];
-	char name[NAME_MAX + 1];
-};
-
-/* A directory of a container. */
-struct dirref {
-	char ns[sizeof(((struct ctr *)0)->id)];
-	char dir[PATH_MAX];
-};
 
 static void dirref_set(struct dirref *r, const struct ctr *c, const char *dir)
 {
@@ -86,42 +52,6 @@ static bool dirref_is(const struct dirref *r, const struct ctr *c,
 {
 	return strcmp(r->ns, c->id) == 0 && strcmp(r->dir, dir) == 0;
 }
-
-struct meta {
-	struct engine *e;
-	struct cache *c;
-	double ttl;
-	meta_busy_fn busy;
-	struct spool *spool;
-	/* the revalidate-ahead thread, made on first use */
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* a new hint; a claim done; a window over */
-	pthread_t ahead;
-	bool started, stop, pending;
-	struct hint hint; /* the newest, when pending */
-	/* the window the thread works through, in order: claim[0..ndone)
-	 * are revalidated; a getattr of a claimed path waits for it rather
-	 * than asking the engine a second time */
-	char (*claim)[PATH_MAX];
-	char claim_ns[sizeof(((struct ctr *)0)->id)];
-	size_t nclaim, ndone;
-	/* relist_parent(): the directory being listed again for a walk,
-	 * the last one found not worth it (when), and the directory of the
-	 * last stale entry (which, when); the last directory walked that
-	 * was too small (when), and the last directory above two such
-	 * found not worth it either (when) */
-	bool relisting;
-	struct dirref relist, relist_no, seen, small, up_no;
-	double relist_no_at, seen_at, small_at, up_no_at;
-	char seen_name[NAME_MAX + 1];
-	/* list_by_exec() found no find or stat in them: the oldest goes */
-	char no_exec[NO_EXEC_MAX][sizeof(((struct ctr *)0)->id)];
-	size_t no_exec_next;
-	/* the spool file the contents probes keep go to, and its end */
-	pthread_mutex_t probe_lock;
-	struct cache_blob *probe_blob;
-	off_t probe_off;
-};
 
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 		      meta_busy_fn busy, struct spool *spool)
@@ -157,21 +87,6 @@ void meta_free(struct meta *m)
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
-}
-
-static ssize_t stream_source(void *ctx, const void **buf)
-{
-	return engine_stream_read(ctx, buf);
-}
-
-static void fill_defaults(struct stat *st)
-{
-	st->st_blksize = CTRFS_BLKSIZE;
-	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	if (st->st_nlink == 0)
-		st->st_nlink = 1;
 }
 
 void meta_learn(struct meta *m, struct ctr *c, const char *path,
@@ -293,16 +208,6 @@ void meta_forget(struct meta *m, struct ctr *c, const char *path)
 	cache_remove(m->c, c->id, path);
 }
 
-static void log_fail(struct ctr *c, const char *what, const char *path,
-		     const char *reason)
-{
-	log_err("cannot %s '%s' in container '%s': %s", what, path, c->name,
-		reason);
-}
-
-static void keep_probed(struct meta *m, struct ctr *c, const char *path,
-			struct tarstream *t, off_t size, long snapshot);
-
 /* Learns the full header of path (owner, raw link target) from the first
  * tar entry of a GET, then aborts the transfer; a small file's content,
  * which comes with it, is kept. */
@@ -332,19 +237,13 @@ static int probe(struct meta *m, struct ctr *c, const char *path)
 			 ret == 1 ? "empty archive" : tarstream_error(t));
 	if (ret == 0 && S_ISREG(te.st.st_mode) && !te.hardlink &&
 	    te.st.st_size <= PROBE_FILE)
-		keep_probed(m, c, path, t, te.st.st_size, snapshot);
+		loader_keep_probed(m, c, path, t, te.st.st_size, snapshot);
 	if (ret == 1)
 		ret = -EIO;
 	tarstream_free(t);
 out_stream:
 	engine_stream_free(s);
 	return ret;
-}
-
-static bool same_head(const struct stat *a, const struct stat *b)
-{
-	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec;
 }
 
 /* Asks the engine (HEAD) and merges the answer into the cache. */
@@ -563,11 +462,6 @@ static void hint_walk(struct meta *m, const struct ctr *c, const char *path)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
-		     bool stop_big, bool *whole);
-static bool exec_listing_ok(struct meta *m, const struct ctr *c);
-static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir);
-
 /*
  * Whether path's directory has a listing, whole as of less than the TTL
  * ago, that lacks it. A listing past the TTL is confirmed with one HEAD of
@@ -641,7 +535,7 @@ static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
 
 /*
  * Whether the entries below dir, a directory too big to list again with a
- * GET, are better confirmed by one exec (confirm_by_exec()) than one HEAD
+ * GET, are better confirmed by one exec (execlist_confirm()) than one HEAD
  * each: many of them past half their TTL, and not too many in all. As
  * many must be its own children when dir is the walked directory itself
  * (deep false): `ls -la /usr` stats its 14 children, for which 14 HEADs
@@ -660,7 +554,7 @@ static bool confirm_worth(struct meta *m, struct ctr *c, const char *dir,
 				     : RELIST_DOCKER_CHILD;
 	struct cache_subtree t;
 
-	if (strcmp(dir, "/") == 0 || !exec_listing_ok(m, c) ||
+	if (strcmp(dir, "/") == 0 || !execlist_ok(m, c) ||
 	    cache_subtree(m->c, c->id, dir, CONFIRM_MAX, (off_t)1 << 62,
 			  now - m->ttl / 2, &t) < 0 ||
 	    t.stale < need || t.stale_children < need_child)
@@ -783,9 +677,9 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	dirref_set(&m->relist, c, dir);
 	pthread_mutex_unlock(&m->lock);
 	if (confirm)
-		whole = (ret = confirm_by_exec(m, c, dir)) == 0;
+		whole = (ret = execlist_confirm(m, c, dir)) == 0;
 	else
-		ret = load_tree(m, c, dir, PROBE_TREE, false, &whole);
+		ret = loader_tree(m, c, dir, PROBE_TREE, false, &whole);
 	/* stopped at a cap (the estimate was short) or failed: not again
 	 * for the TTL; the entries not reached are asked one by one */
 	if ((ret < 0 || !whole) && dir == parent)
@@ -849,7 +743,7 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		/* a directory's owner comes with the start of its tar, and
 		 * a small subtree with its listings for little more */
 		ret = S_ISDIR(a.st.st_mode)
-			  ? load_tree(m, c, path, PROBE_TREE, false, NULL)
+			  ? loader_tree(m, c, path, PROBE_TREE, false, NULL)
 			  : probe(m, c, path);
 		if (ret < 0)
 			return ret;
@@ -867,640 +761,11 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	return 0;
 }
 
-/* One directory of the tree being loaded, whose listing is being built. */
-struct frame {
-	char *path;
-	char *names;
-	size_t bytes, cap, count;
-};
-
-struct loader {
-	struct meta *m;
-	struct ctr *c;
-	const char *dir;
-	long snapshot;
-	bool shallow; /* the cache is nearly full: only depth one */
-	struct tarstream *t;
-	struct cache_blob *blob; /* the spool file contents go to */
-	off_t blob_off;		 /* where the next content goes in it */
-	bool no_data;		 /* a probe, or the budget (or disk) is spent */
-	struct frame *stack;
-	size_t depth, maxdepth;
-	char **links; /* hard links: pairs (path, target path) */
-	size_t nlinks, caplinks;
-	/* a probe records the contents it kept only once it has read the
-	 * subtree whole: one stopped at its cap is followed by a full GET
-	 * (the listing is not whole), and its blob would be dead weight */
-	bool defer;
-	struct pend {
-		char *path;
-		off_t off, len;
-	} * pend;
-	size_t npend, cappend;
-};
-
-static int frame_push(struct loader *l, const char *path)
-{
-	struct frame *f;
-
-	if (l->depth == l->maxdepth) {
-		size_t n = l->maxdepth ? l->maxdepth * 2 : 16;
-		struct frame *ns = realloc(l->stack, n * sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		l->stack = ns;
-		l->maxdepth = n;
-	}
-	f = &l->stack[l->depth];
-	memset(f, 0, sizeof(*f));
-	f->path = strdup(path);
-	if (!f->path)
-		return -ENOMEM;
-	l->depth++;
-	return 0;
-}
-
-static int frame_add(struct frame *f, const char *name)
-{
-	size_t n = strlen(name) + 1;
-
-	if (f->bytes + n > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 1024;
-		char *nb;
-
-		while (cap < f->bytes + n)
-			cap *= 2;
-		nb = realloc(f->names, cap);
-		if (!nb)
-			return -ENOMEM;
-		f->names = nb;
-		f->cap = cap;
-	}
-	memcpy(f->names + f->bytes, name, n);
-	f->bytes += n;
-	f->count++;
-	return 0;
-}
-
-static void frame_pop(struct loader *l, bool complete)
-{
-	struct frame *f = &l->stack[--l->depth];
-
-	if (complete)
-		cache_set_listing(l->m->c, l->c->id, f->path, f->names,
-				  f->count, f->bytes, l->snapshot);
-	free(f->path);
-	free(f->names);
-}
-
-/*
- * Maps a name of the tar of a GET of dir to the container path: a GET of
- * "/etc" names its entries "etc/", "etc/x"; a GET of "/" names them "/",
- * "/bin/". Returns 0 or -EIO when the name does not belong to dir.
- */
-static int entry_path(const char *dir, const char *name, char *out,
-		      size_t outlen)
-{
-	const char *base = strrchr(dir, '/') + 1;
-	size_t blen = strlen(base);
-	const char *rel;
-	size_t n;
-
-	if (blen == 0) {
-		rel = name;
-	} else {
-		while (*name == '/')
-			name++;
-		if (strncmp(name, base, blen) != 0 ||
-		    (name[blen] != '/' && name[blen] != '\0'))
-			return -EIO;
-		rel = name + blen;
-	}
-	while (*rel == '/')
-		rel++;
-	n = (size_t)snprintf(out, outlen, "%s%s%s", dir,
-			     (*rel && blen) ? "/" : "", rel);
-	if (n >= outlen)
-		return -ENAMETOOLONG;
-	while (n > 1 && out[n - 1] == '/')
-		out[--n] = '\0';
-	return 0;
-}
-
-static int add_hardlink(struct loader *l, const char *path, const char *target,
-			const struct tar_entry *te)
-{
-	struct cache_attr a;
-
-	if (cache_get(l->m->c, l->c->id, target, &a, NULL, 0) < 0) {
-		/* target not seen: a plain file, whose size a HEAD tells */
-		memset(&a, 0, sizeof(a));
-		a.st = te->st;
-		a.flags = CACHE_OWNER;
-		fill_defaults(&a.st);
-		cache_put(l->m->c, l->c->id, path, &a, NULL);
-		return 0;
-	}
-	a.st.st_nlink++; /* and its number goes with it (Inode numbers) */
-	cache_put(l->m->c, l->c->id, target, &a, NULL);
-	cache_put(l->m->c, l->c->id, path, &a, NULL);
-	if (l->nlinks + 2 > l->caplinks) {
-		size_t n = l->caplinks ? l->caplinks * 2 : 32;
-		char **nl = realloc(l->links, n * sizeof(*nl));
-
-		if (!nl)
-			return -ENOMEM;
-		l->links = nl;
-		l->caplinks = n;
-	}
-	l->links[l->nlinks++] = strdup(path);
-	l->links[l->nlinks++] = strdup(target);
-	return 0;
-}
-
-/* Gives every name of a hard-linked file the final link count. */
-static void fix_hardlinks(struct loader *l)
-{
-	for (size_t i = 0; i + 1 < l->nlinks; i += 2) {
-		struct cache_attr a;
-
-		if (l->links[i] && l->links[i + 1] &&
-		    cache_get(l->m->c, l->c->id, l->links[i + 1], &a, NULL,
-			      0) == 0)
-			cache_put(l->m->c, l->c->id, l->links[i], &a, NULL);
-		free(l->links[i]);
-		free(l->links[i + 1]);
-	}
-	free(l->links);
-}
-
-/* Keeps a file's content, which the listing's tar carries anyway, in a
- * spool file, so that reading the file later needs no GET of its own. */
-static int prefetch(struct loader *l, const char *path, off_t size)
-{
-	off_t got = 0, base;
-
-	if (l->no_data)
-		return 0;
-	if (!l->blob) {
-		int fd = l->m->spool ? spool_file(l->m->spool) : -1;
-
-		l->blob = fd >= 0 ? cache_blob_new(fd) : NULL;
-		if (!l->blob) {
-			if (fd >= 0)
-				close(fd);
-			l->no_data = true;
-			return 0;
-		}
-	}
-	base = l->blob_off;
-	while (got <= size) {
-		const void *b;
-		off_t off;
-		ssize_t n = tarstream_data(l->t, &b, &off);
-
-		if (n < 0)
-			return (int)n;
-		if (n == 0)
-			break;
-		if (off != got || got + n > size)
-			return 0; /* not plain data: leave it */
-		if (pwrite(cache_blob_fd(l->blob), b, (size_t)n, base + got) !=
-		    n) {
-			l->no_data = true; /* the spool is full: stop */
-			return 0;
-		}
-		got += n;
-	}
-	if (got != size)
-		return 0;
-	l->blob_off += size;
-	if (l->defer) {
-		if (l->npend == l->cappend) {
-			size_t n = l->cappend ? l->cappend * 2 : 64;
-			struct pend *np = realloc(l->pend, n * sizeof(*np));
-
-			if (!np) {
-				l->no_data = true;
-				return 0;
-			}
-			l->pend = np;
-			l->cappend = n;
-		}
-		l->pend[l->npend].path = strdup(path);
-		if (!l->pend[l->npend].path) {
-			l->no_data = true;
-			return 0;
-		}
-		l->pend[l->npend].off = base;
-		l->pend[l->npend++].len = size;
-		return 0;
-	}
-	if (!cache_set_data(l->m->c, l->c->id, path, l->blob, base, size,
-			    l->snapshot))
-		l->no_data = true;
-	return 0;
-}
-
-/* Records the contents a probe kept, if it read its subtree whole. */
-static void settle_pending(struct loader *l, bool whole)
-{
-	bool room = whole;
-
-	for (size_t i = 0; i < l->npend; i++) {
-		if (room)
-			room = cache_set_data(
-			    l->m->c, l->c->id, l->pend[i].path, l->blob,
-			    l->pend[i].off, l->pend[i].len, l->snapshot);
-		free(l->pend[i].path);
-	}
-	free(l->pend);
-}
-
-/* Room for size bytes of a probe's content: a reference to the spool file
- * all probes share (a new one once PROBE_BLOB is passed; a descriptor per
- * probed file would run the daemon out of them) and the offset in it;
- * NULL when there is no spool file. */
-static struct cache_blob *probe_room(struct meta *m, off_t size, off_t *off)
-{
-	struct cache_blob *b = NULL;
-
-	pthread_mutex_lock(&m->probe_lock);
-	if (m->probe_blob && m->probe_off + size > PROBE_BLOB) {
-		cache_blob_put(m->probe_blob); /* its contents keep it */
-		m->probe_blob = NULL;
-	}
-	if (!m->probe_blob && m->spool) {
-		int fd = spool_file(m->spool);
-
-		m->probe_blob = fd >= 0 ? cache_blob_new(fd) : NULL;
-		if (!m->probe_blob && fd >= 0)
-			close(fd);
-		m->probe_off = 0;
-	}
-	if (m->probe_blob) {
-		b = cache_blob_get(m->probe_blob);
-		*off = m->probe_off;
-		m->probe_off += size;
-	}
-	pthread_mutex_unlock(&m->probe_lock);
-	return b;
-}
-
-/* The content of a small file whose header a probe read: the rest of its
- * tar, kept as a listing keeps contents, so that a `cat` or `cp` of a file
- * not listed yet costs one GET, not two. Kept only when the archive ends
- * right after it. */
-static void keep_probed(struct meta *m, struct ctr *c, const char *path,
-			struct tarstream *t, off_t size, long snapshot)
-{
-	struct loader l = {.m = m,
-			   .c = c,
-			   .dir = path,
-			   .snapshot = snapshot,
-			   .t = t,
-			   .defer = true};
-	struct tar_entry te;
-	bool whole;
-
-	l.blob = probe_room(m, size, &l.blob_off);
-	if (!l.blob)
-		return;
-	whole = prefetch(&l, path, size) == 0 && l.npend == 1 &&
-		tarstream_next(t, &te) == 1;
-	settle_pending(&l, whole);
-	cache_blob_put(l.blob);
-}
-
-static int load_entry(struct loader *l, const struct tar_entry *te)
-{
-	char path[PATH_MAX], parent[PATH_MAX], target[PATH_MAX];
-	bool is_top;
-	int ret;
-
-	ret = entry_path(l->dir, te->name, path, sizeof(path));
-	if (ret < 0)
-		return ret;
-	is_top = strcmp(path, l->dir) == 0;
-	if (is_top) {
-		if (l->depth != 0)
-			return -EIO;
-	} else {
-		pathmap_parent(path, parent, sizeof(parent));
-		while (l->depth > 0 &&
-		       strcmp(l->stack[l->depth - 1].path, parent) != 0)
-			frame_pop(l, !l->shallow || l->depth == 1);
-		if (l->depth == 0)
-			return -EIO; /* not depth-first: do not guess */
-		if (l->shallow && l->depth > 1)
-			return 0;
-	}
-	if (te->hardlink) {
-		ret = entry_path(l->dir, te->hardlink, target, sizeof(target));
-		if (ret == 0)
-			ret = add_hardlink(l, path, target, te);
-	} else {
-		struct cache_attr a = {.st = te->st,
-				       .validated = now_mono(),
-				       .flags = CACHE_OWNER};
-
-		if (te->symlink)
-			a.st.st_size = (off_t)strlen(te->symlink);
-		fill_defaults(&a.st);
-		if (cache_put(l->m->c, l->c->id, path, &a, te->symlink))
-			l->shallow = true;
-		if (S_ISREG(te->st.st_mode) && te->st.st_size <= PREFETCH_MAX)
-			ret = prefetch(l, path, te->st.st_size);
-	}
-	if (ret < 0)
-		return ret;
-	if (!is_top) {
-		const char *base = strrchr(path, '/') + 1;
-
-		ret = frame_add(&l->stack[l->depth - 1], base);
-		if (ret < 0)
-			return ret;
-	}
-	if (S_ISDIR(te->st.st_mode) && !te->hardlink)
-		ret = frame_push(l, path);
-	return ret;
-}
-
-/* One GET of dir: caches every entry of the subtree and the listing of
- * every directory in it.  With a cap (a probe), stops once the body passed
- * cap bytes or PROBE_ENTRIES entries: what was seen is cached, listings not
- * seen whole are not. With stop_big, stops the same way before a big file
- * (LIST_BIG_FILE). *whole (when not NULL): whether it read all of it. */
-static int load_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
-		     bool stop_big, bool *whole)
-{
-	struct loader l = {.m = m, .c = c, .dir = dir, .defer = cap > 0};
-	struct engine_stream *s;
-	struct tarstream *t;
-	struct tar_entry te;
-	size_t entries = 0;
-	double t0 = now_mono();
-	char msg[512];
-	int ret;
-
-	l.snapshot = engine_now(m->e);
-	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
-	if (ret < 0) {
-		if (ret != -ENOENT)
-			log_fail(c, "list", dir, msg);
-		return ret;
-	}
-	ret = tarstream_open(stream_source, s, &t);
-	if (ret < 0)
-		goto out_stream;
-	l.t = t;
-	while ((ret = tarstream_next(t, &te)) == 0) {
-		/* past the cap (or about to be, with this entry's data):
-		 * keep this header, read no further */
-		off_t upto = engine_stream_bytes(s) + te.st.st_size;
-		bool last = cap && (upto > cap || entries >= PROBE_ENTRIES);
-		bool big = stop_big && S_ISREG(te.st.st_mode) && !te.hardlink &&
-			   te.st.st_size >= LIST_BIG_FILE &&
-			   upto > LIST_BIG_TOTAL;
-
-		entries++;
-		if (last || big)
-			l.no_data = true;
-		ret = load_entry(&l, &te);
-		if (ret < 0) {
-			log_fail(c, "list", dir, "unexpected archive layout");
-			break;
-		}
-		if (last || big) {
-			ret = last ? 2 : 3;
-			break;
-		}
-	}
-	if (ret < 0 && ret != -EIO)
-		log_fail(c, "list", dir, strerror(-ret));
-	else if (ret < 0 && entries > 0)
-		log_fail(c, "list", dir, tarstream_error(t));
-	while (l.depth > 0)
-		frame_pop(&l, ret == 1 && (!l.shallow || l.depth == 1));
-	free(l.stack);
-	settle_pending(&l, ret == 1);
-	cache_blob_put(l.blob);
-	fix_hardlinks(&l);
-	log_dbg("listed '%s' in '%s': %zu entries in %.1f ms%s", dir, c->name,
-		entries, (now_mono() - t0) * 1e3,
-		ret == 2    ? " (stopped at the cap)"
-		: ret == 3  ? " (stopped before a big file)"
-		: l.shallow ? " (cache full: depth one kept)"
-			    : "");
-	if (whole)
-		*whole = ret == 1;
-	ret = ret >= 1 && ret <= 3 ? 0 : ret;
-	tarstream_free(t);
-out_stream:
-	engine_stream_free(s);
-	return ret;
-}
-
-static bool exec_listing_ok(struct meta *m, const struct ctr *c)
-{
-	bool ok = c->running;
-
-	pthread_mutex_lock(&m->lock);
-	for (size_t i = 0; ok && i < NO_EXEC_MAX; i++)
-		ok = strcmp(m->no_exec[i], c->id) != 0;
-	pthread_mutex_unlock(&m->lock);
-	return ok;
-}
-
-static void no_exec_listing(struct meta *m, const struct ctr *c)
-{
-	pthread_mutex_lock(&m->lock);
-	snprintf(m->no_exec[m->no_exec_next], sizeof(m->no_exec[0]), "%s",
-		 c->id);
-	m->no_exec_next = (m->no_exec_next + 1) % NO_EXEC_MAX;
-	pthread_mutex_unlock(&m->lock);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Runs find and stat over the children of dir (deep: its whole subtree),
- * as engine_exec_out() does. */
-static int exec_stat(struct meta *m, struct ctr *c, const char *dir, bool deep,
-		     int *status, char *msg, size_t msglen, char **out,
-		     size_t *outlen)
-{
-	const char *argv[] = {
-	    "find", dir,  "-mindepth",	     "1",  "-maxdepth", "1", "-exec",
-	    "stat", "-c", PATHSTAT_STAT_FMT, "{}", "+",		NULL};
-
-	if (deep) /* without "-maxdepth 1" */
-		memmove(&argv[4], &argv[6], 7 * sizeof(argv[0]));
-	*status = 0;
-	return engine_exec_out(m->e, c->id, argv, status, msg, msglen, out,
-			       outlen);
-}
-
-/*
- * Lists dir by exec, for a listing that stopped before a big file:
- * `find DIR -mindepth 1 -maxdepth 1 -exec stat -c ... {} +` (busybox and
- * GNU alike) gives each child's type, mode, owner, size, mtime, link
- * count and device. Children the stopped GET has just cached (since)
- * stay as its tar said, contents included; a symlink's target is asked
- * when read. 0, or -errno (the caller then reads the whole tree), and
- * the tool's exit status in *status (126 or 127: no find or stat).
- */
-static int list_by_exec(struct meta *m, struct ctr *c, const char *dir,
-			double since, int *status)
-{
-	char prefix[PATH_MAX], msg[512];
-	char *out, *line, *nl, *names = NULL, **v = NULL;
-	size_t outlen, n = 0, cap = 0, bytes = 0;
-	long snapshot = engine_now(m->e);
-	double t0 = now_mono();
-	int ret;
-
-	snprintf(prefix, sizeof(prefix), "%s/", strcmp(dir, "/") ? dir : "");
-	ret = exec_stat(m, c, dir, false, status, msg, sizeof(msg), &out,
-			&outlen);
-	if (ret < 0) {
-		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
-			"tree is read",
-			dir, c->name, msg[0] ? msg : strerror(-ret));
-		return ret;
-	}
-	for (line = out; line < out + outlen; line = nl + 1) {
-		struct cache_attr a = {.flags = CACHE_OWNER}, old;
-		char *path, **nv;
-
-		nl = memchr(line, '\n', (size_t)(out + outlen - line));
-		if (!nl) {
-			ret = -EIO;
-			break;
-		}
-		*nl = '\0';
-		if (pathstat_stat_line(line, prefix, false, &a.st, &path) < 0) {
-			ret = -EIO;
-			break;
-		}
-		fill_defaults(&a.st);
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*nv));
-			if (!nv) {
-				ret = -ENOMEM;
-				break;
-			}
-			v = nv;
-		}
-		v[n++] = path + strlen(prefix);
-		bytes += strlen(path + strlen(prefix)) + 1;
-		if (cache_get(m->c, c->id, path, &old, NULL, 0) == 0 &&
-		    (old.flags & CACHE_OWNER) && old.validated >= since)
-			continue; /* just read from the tar */
-		a.validated = now_mono();
-		cache_put(m->c, c->id, path, &a, NULL);
-	}
-	if (ret == 0) {
-		char *p = names = malloc(bytes ? bytes : 1);
-
-		/* the tar's order */
-		if (n > 0)
-			qsort(v, n, sizeof(*v), cmp_names);
-		for (size_t i = 0; names && i < n; i++)
-			p = stpcpy(p, v[i]) + 1;
-		ret = names ? cache_set_listing(m->c, c->id, dir, names, n,
-						bytes, snapshot)
-			    : -ENOMEM;
-	}
-	if (ret < 0)
-		log_dbg("no listing of '%s' in '%s' by exec (%s): the whole "
-			"tree is read",
-			dir, c->name,
-			ret == -EIO ? "output not understood" : strerror(-ret));
-	else
-		log_dbg("listed '%s' in '%s' by exec: %zu entries in %.1f ms",
-			dir, c->name, n, (now_mono() - t0) * 1e3);
-	free(names);
-	free(v);
-	free(out);
-	return ret;
-}
-
-/*
- * Confirms what the cache holds below dir with one exec of find and stat
- * over its subtree (CONFIRM_*, confirm_worth()). Each entry is judged as a
- * HEAD's answer is (revalidate()): the same type, size and mtime second,
- * with the same owner known, confirms it; anything else replaces it,
- * owner included, and the content held for it goes with the old
- * attributes. Paths the cache does not hold are left out (a listing brings
- * them: their directory's mtime moved), and entries the exec does not show
- * stay stale: their next getattr asks, and a 404 drops them. A line that
- * does not parse (a name with a newline) is skipped the same way.
- */
-static int confirm_by_exec(struct meta *m, struct ctr *c, const char *dir)
-{
-	char prefix[PATH_MAX], msg[512];
-	char *out, *line, *nl;
-	size_t outlen, seen = 0, same = 0;
-	double t0 = now_mono();
-	int status, ret;
-
-	if ((size_t)snprintf(prefix, sizeof(prefix), "%s/", dir) >=
-	    sizeof(prefix))
-		return -ENAMETOOLONG;
-	ret = exec_stat(m, c, dir, true, &status, msg, sizeof(msg), &out,
-			&outlen);
-	if (ret < 0) {
-		if (status == 126 || status == 127)
-			no_exec_listing(m, c);
-		log_dbg("'%s' in '%s' not confirmed by exec (%s)", dir, c->name,
-			msg[0] ? msg : strerror(-ret));
-		return ret;
-	}
-	for (line = out; line < out + outlen; line = nl + 1) {
-		struct cache_attr a = {.flags = CACHE_OWNER}, old;
-		char *path;
-
-		nl = memchr(line, '\n', (size_t)(out + outlen - line));
-		if (!nl)
-			break;
-		*nl = '\0';
-		if (pathstat_stat_line(line, prefix, true, &a.st, &path) < 0 ||
-		    cache_get(m->c, c->id, path, &old, NULL, 0) < 0)
-			continue;
-		fill_defaults(&a.st);
-		seen++;
-		a.validated = now_mono();
-		/* a directory's size is 0 in a tar and 4096 from a HEAD (and
-		 * from stat): it says nothing */
-		if (S_ISDIR(a.st.st_mode) && S_ISDIR(old.st.st_mode))
-			a.st.st_size = old.st.st_size;
-		if (same_head(&old.st, &a.st) && (old.flags & CACHE_OWNER) &&
-		    old.st.st_uid == a.st.st_uid &&
-		    old.st.st_gid == a.st.st_gid &&
-		    old.st.st_mtim.tv_nsec == 0) {
-			cache_confirm(m->c, c->id, path, NULL, a.validated);
-			same++;
-		} else {
-			cache_put(m->c, c->id, path, &a, NULL);
-		}
-	}
-	log_dbg("confirmed '%s' in '%s' by exec: %zu of %zu entries the same "
-		"in %.1f ms",
-		dir, c->name, same, seen, (now_mono() - t0) * 1e3);
-	free(out);
-	return 0;
-}
-
 int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		 struct cache_listing *out)
 {
 	struct cache_attr a;
-	bool by_exec = exec_listing_ok(m, c), whole, loaded = false;
+	bool by_exec = execlist_ok(m, c), whole, loaded = false;
 	int ret, tries = 0, status;
 	double t0;
 
@@ -1521,15 +786,15 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 		if (tries++ == 2)
 			break;
 		t0 = now_mono();
-		ret = load_tree(m, c, dir, 0, by_exec, &whole);
+		ret = loader_tree(m, c, dir, 0, by_exec, &whole);
 		if (ret < 0)
 			return ret;
 		loaded = true;
 		if (!whole && by_exec &&
-		    (ret = list_by_exec(m, c, dir, t0, &status)) < 0) {
+		    (ret = execlist_list(m, c, dir, t0, &status)) < 0) {
 			/* not counted: it could not give a listing */
 			if (status == 126 || status == 127) /* no such tool */
-				no_exec_listing(m, c);
+				execlist_no_tools(m, c);
 			by_exec = false;
 			tries--;
 		}
