@@ -32,6 +32,10 @@
 #define AGENT_IDLE 10.0
 /* bytes of file content kept (in the spool) from listings */
 #define CACHE_DATA_BUDGET ((off_t)1 << 30)
+/* the hidden file of the root that `ctrfs --status` reads: no container
+ * can have this name (Docker's start with a letter or a digit) */
+#define STATUS_PATH "/" CTRFS_STATUS_NAME
+#define STATUS_MAX  (256 * 1024)
 
 struct fs {
 	struct engine *e;
@@ -55,6 +59,8 @@ struct fs {
 struct handle {
 	struct reader *r;
 	struct wfile *w;
+	char *status; /* the status file's text, as it was at the open */
+	size_t status_len;
 	bool writes; /* opened for writing (a flush's fi has no flags) */
 	/* a write-only open of an existing file takes its content in at its
 	 * first write, not at the open: `touch F` opens F and sets its mtime
@@ -142,8 +148,17 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 	struct fs *fs = fs_get();
 	const char *inner;
 	struct ctr *c;
-	int ret = resolve(fs, path, &c, &inner);
+	int ret;
 
+	if (strcmp(path, STATUS_PATH) == 0) {
+		root_stat(fs, st);
+		st->st_mode = S_IFREG | 0444;
+		st->st_nlink = 1;
+		st->st_ino = 2;
+		st->st_size = 0; /* read with direct I/O: no size needed */
+		return 0;
+	}
+	ret = resolve(fs, path, &c, &inner);
 	if (ret < 0)
 		return ret;
 	if (!c) {
@@ -445,6 +460,29 @@ static struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
 	return w;
 }
 
+/* The status file: its text taken once, at the open, and read from that
+ * copy with direct I/O (its size is not known before). */
+static int open_status(struct fs *fs, struct fuse_file_info *fi)
+{
+	struct handle *h;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY)
+		return -EACCES;
+	h = calloc(1, sizeof(*h));
+	if (h)
+		h->status = malloc(STATUS_MAX);
+	if (!h || !h->status) {
+		free(h);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->status_len = writer_status(fs->writer, h->status, STATUS_MAX);
+	fi->direct_io = 1;
+	fi->noflush = 1;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	return 0;
+}
+
 static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		   mode_t mode)
 {
@@ -454,6 +492,8 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	struct ctr *c;
 	int ret;
 
+	if (strcmp(path, STATUS_PATH) == 0)
+		return create ? -EEXIST : open_status(fs, fi);
 	ret = resolve(fs, path, &c, &inner);
 	if (ret < 0)
 		return ret;
@@ -509,6 +549,15 @@ static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 	bool was;
 	ssize_t n;
 
+	if (h->status) {
+		if (off < 0 || (size_t)off >= h->status_len)
+			return 0;
+		n = (ssize_t)(h->status_len - (size_t)off);
+		if ((size_t)n > size)
+			n = (ssize_t)size;
+		memcpy(buf, h->status + off, (size_t)n);
+		return (int)n;
+	}
 	if (h->w)
 		return (int)wfile_read(h->w, buf, size, off);
 	/* this GET is for this caller alone: it may end if the caller dies */
@@ -543,9 +592,12 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	if (!w || !h->writes)
 		return 0;
 	if (writer_writeback(fs->writer)) {
-		/* queued at this close, committed by write-back */
+		/* queued at this close, committed by write-back; a commit of
+		 * another file of the container that failed since the last
+		 * close said so is said here */
 		wfile_queue(w);
-		return wfile_error(w);
+		err = wfile_error(w);
+		return err < 0 ? err : wfile_take_failure(w, false);
 	}
 	return wfile_commit(w);
 }
@@ -553,11 +605,38 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 static int ctrfs_fsync(const char *path, int datasync,
 		       struct fuse_file_info *fi)
 {
+	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
 	int err;
 	struct wfile *w = handle_wfile(h, path, false, &err);
 
-	return w ? wfile_commit(w) : 0;
+	if (!w)
+		return 0;
+	err = wfile_commit(w);
+	if (writer_writeback(fs->writer)) {
+		int told = wfile_take_failure(w, true);
+
+		err = err < 0 ? err : told;
+	}
+	return err;
+}
+
+/* fsync of a directory (`sync DIR`): what write-back holds below it goes
+ * now, and its first error is the answer (docs/design.md, Write-back). */
+static int ctrfs_fsyncdir(const char *path, int datasync,
+			  struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct ctr *c;
+	int ret = resolve(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	ret = writer_sync(fs->writer, c ? c->id : NULL, c ? inner : "/");
+	if (c)
+		ctr_put(fs->ctrs, c);
+	return ret;
 }
 
 static int ctrfs_release(const char *path, struct fuse_file_info *fi)
@@ -568,6 +647,7 @@ static int ctrfs_release(const char *path, struct fuse_file_info *fi)
 
 	if (w)
 		wfile_put(w);
+	free(h->status);
 	reader_free(h->r);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -1317,6 +1397,7 @@ static const struct fuse_operations ctrfs_ops = {
     .write = ctrfs_write,
     .flush = ctrfs_flush,
     .fsync = ctrfs_fsync,
+    .fsyncdir = ctrfs_fsyncdir,
     .release = ctrfs_release,
     .truncate = ctrfs_truncate,
     .chmod = ctrfs_chmod,

@@ -7,6 +7,10 @@
 
 struct engine;
 
+/* The hidden file of the mount's root that holds write-back's status
+ * (docs/design.md, Write-back), read by `ctrfs --status`. */
+#define CTRFS_STATUS_NAME ".ctrfs-status"
+
 struct fs_config {
 	bool all;	     /* show stopped containers too */
 	double attr_timeout; /* seconds metadata is trusted */

@@ -128,6 +128,10 @@ static void usage(const char *prog)
 	    "                           (implies -f)\n"
 	    "    -s                     single-threaded (default: "
 	    "multi-threaded)\n"
+	    "    --status MOUNTPOINT    what write-back holds and what it "
+	    "failed to commit;\n"
+	    "                           exit 0: nothing, 1: pending, 2: "
+	    "failed\n"
 	    "    -h, --help             this help\n"
 	    "    -V, --version          the version\n\n"
 	    "SOURCE, as mount(8) passes it: an engine URL, or any word "
@@ -186,6 +190,47 @@ static void raise_fd_limit(void)
 	}
 }
 
+/*
+ * `ctrfs --status MOUNTPOINT`: prints what write-back holds and what it
+ * failed to commit (the mount's hidden status file) and exits 0 when
+ * nothing is pending or failed, 1 when something is pending, 2 when
+ * something failed, 3 when the mount cannot be read.
+ */
+static int print_status(const char *mnt)
+{
+	char path[PATH_MAX], line[PATH_MAX + 1024];
+	bool pending = false, failed = false;
+	FILE *f;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", mnt,
+			     CTRFS_STATUS_NAME) >= sizeof(path)) {
+		fprintf(stderr, "ctrfs: %s: path too long\n", mnt);
+		return 3;
+	}
+	f = fopen(path, "re");
+	if (!f) {
+		fprintf(
+		    stderr, "ctrfs: cannot read the status of '%s': %s\n", mnt,
+		    errno == ENOENT ? "not a ctrfs mount" : strerror(errno));
+		return 3;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		fputs(line, stdout);
+		if (strncmp(line, "pending\t", 8) == 0)
+			pending = true;
+		else
+			failed = true; /* retrying, failed */
+	}
+	if (ferror(f)) {
+		fprintf(stderr, "ctrfs: cannot read the status of '%s': %s\n",
+			mnt, strerror(errno));
+		fclose(f);
+		return 3;
+	}
+	fclose(f);
+	return failed ? 2 : pending ? 1 : 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -200,6 +245,14 @@ int main(int argc, char *argv[])
 	int ret = 1;
 
 	setlocale(LC_CTYPE, "C.UTF-8");
+	if (argc >= 2 && strcmp(argv[1], "--status") == 0) {
+		if (argc != 3) {
+			fprintf(stderr, "usage: %s --status MOUNTPOINT\n",
+				argv[0]);
+			return 1;
+		}
+		return print_status(argv[2]);
+	}
 	log_init(true, false);
 	raise_fd_limit();
 	if (fuse_opt_parse(&args, &o, ctrfs_opts, opt_proc) != 0)

@@ -9,11 +9,13 @@
 #include "reader.h"
 #include "spool.h"
 #include "tarstream.h"
+#include "wbstatus.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ struct wfile {
 	double due;
 	unsigned long opens; /* references taken by lookups and opens */
 	atomic_int attempts; /* write-back commits of its data that failed */
+	atomic_int last_err; /* the last one's -errno */
 	atomic_int error;    /* a failed write: never commit half a file (read
 			      * unlocked by wfile_error()) */
 	atomic_bool ready;   /* the spool holds the content it started with */
@@ -104,6 +107,8 @@ struct writer {
 	pthread_cond_t flush_cond;
 	long long mem_cap;     /* bytes the memory spool may hold, in all */
 	atomic_llong mem_used; /* what the files in it reserved */
+	struct wbstatus
+	    *status; /* write-back failures, for fsync and --status */
 };
 
 struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
@@ -113,6 +118,11 @@ struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
 
 	if (!w)
 		return NULL;
+	w->status = wbstatus_new();
+	if (!w->status) {
+		free(w);
+		return NULL;
+	}
 	w->e = e;
 	w->m = m;
 	w->spool = s;
@@ -132,6 +142,7 @@ void writer_free(struct writer *w)
 	pthread_cond_destroy(&w->flush_cond);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
+	wbstatus_free(w->status);
 	free(w);
 }
 
@@ -611,7 +622,8 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 }
 
 /*
- * w->lock held: references to the wfiles of container ctr_id below dir
+ * w->lock held: references to the wfiles of container ctr_id (NULL: of
+ * every container) below dir
  * (dlen and deep as for below()), only those pending or being sent when
  * queued is set, in a new array of *n (fewer when memory runs out).
  */
@@ -629,7 +641,7 @@ static struct wfile **collect_locked(struct writer *w, const char *ctr_id,
 		if ((queued && !f->pending && !f->flushing) ||
 		    (queued && !failed && f->pending &&
 		     atomic_load(&f->attempts) > 0) ||
-		    strcmp(f->ctr.id, ctr_id) != 0 ||
+		    (ctr_id && strcmp(f->ctr.id, ctr_id) != 0) ||
 		    !below(f->path, dir, dlen, deep))
 			continue;
 		if (*n == cap) {
@@ -909,6 +921,7 @@ static void landed(struct wfile *f, long t0)
 	f->dirty = false;
 	f->in_container = true;
 	atomic_store(&f->attempts, 0);
+	atomic_store(&f->last_err, 0);
 	if (f->links > 1) {
 		/* the archive API writes a file by putting a new one in its
 		 * place: it cannot write through to the other names */
@@ -957,9 +970,13 @@ out:
 static void rescue_locked(struct wfile *f)
 {
 	char where[PATH_MAX + 64];
-	int n = atomic_load(&f->attempts);
+	int n = atomic_load(&f->attempts), err = atomic_load(&f->last_err);
 	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
 			       sizeof(where));
+
+	wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
+			 strerror(err < 0 ? -err : EIO),
+			 ret == 0 ? where : NULL);
 
 	if (ret == 0)
 		log_err("gave up writing '%s' in container '%s' after %d "
@@ -1008,8 +1025,12 @@ void wfile_put(struct wfile *f)
 			rescue_locked(f);
 		told = f->failed; /* a failed close was told already */
 		pthread_mutex_unlock(&f->lock);
-		if (!give_up && !told)
-			wfile_commit(f); /* failures are logged */
+		if (!give_up && !told) {
+			int err = wfile_commit(f); /* failures are logged */
+
+			if (err < 0 && w->writeback > 0) /* and told next */
+				wbstatus_failed(w->status, f->ctr.id, err);
+		}
 		pthread_mutex_lock(&w->lock);
 		f->closing = false;
 		if (f->refs > 0) { /* reopened: its last put decides */
@@ -1159,9 +1180,12 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 			landed(f, t0);
 		} else {
 			atomic_fetch_add(&f->attempts, 1);
+			atomic_store(&f->last_err, ret);
 			pthread_mutex_unlock(&f->lock);
 		}
 	}
+	if (ret < 0) /* the closes returned long ago: the next caller hears */
+		wbstatus_failed(w->status, fs[0]->ctr.id, ret);
 	if (ret == 0)
 		log_dbg("write-back: %zu files in '%s' with one PUT", n, dir);
 	free(items);
@@ -1279,6 +1303,46 @@ bool writer_writeback(const struct writer *w)
 	return w->writeback > 0;
 }
 
+/* w->lock held, dropped: makes the n files of list due now and waits until
+ * each has had its try (our references keep a failed one out of the queue
+ * until its put); returns the first error of those that did not land when
+ * errors is set, and puts them. */
+static int settle_list(struct writer *w, struct wfile **list, size_t n,
+		       bool errors)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		list[i]->due = 0; /* now */
+	for (;;) {
+		bool any = false;
+
+		for (size_t i = 0; i < n && !any; i++)
+			any = list[i]->pending || list[i]->flushing;
+		if (!any)
+			break;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_cond_wait(&w->flush_cond, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = list[i];
+
+		if (errors && !ret) {
+			pthread_mutex_lock(&f->lock);
+			if (f->error)
+				ret = f->error;
+			else if (f->dirty && !f->unlinked)
+				ret = atomic_load(&f->last_err) < 0
+					  ? atomic_load(&f->last_err)
+					  : -EIO;
+			pthread_mutex_unlock(&f->lock);
+		}
+		wfile_put(f); /* a failed one is queued again here */
+	}
+	return ret;
+}
+
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep)
 {
@@ -1294,25 +1358,122 @@ bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 	 * the old name; a look at a directory or a change of its attributes
 	 * leaves them their delay */
 	list = collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
-	for (size_t i = 0; i < n; i++)
-		list[i]->due = 0; /* now */
-	for (;;) {
-		bool any = false;
-
-		/* each tried once: our reference keeps a failed one out of
-		 * the queue until our put below */
-		for (size_t i = 0; i < n && !any; i++)
-			any = list[i]->pending || list[i]->flushing;
-		if (!any)
-			break;
-		pthread_cond_broadcast(&w->flush_cond);
-		pthread_cond_wait(&w->flush_cond, &w->lock);
-	}
-	pthread_mutex_unlock(&w->lock);
-	for (size_t i = 0; i < n; i++)
-		wfile_put(list[i]); /* a failed one is queued again here */
+	settle_list(w, list, n, false);
 	free(list);
 	return n > 0;
+}
+
+int writer_sync(struct writer *w, const char *ctr_id, const char *dir)
+{
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	struct wfile **list;
+	int ret = 0, told;
+
+	if (w->flusher_started) {
+		pthread_mutex_lock(&w->lock);
+		/* pending ones, failed ones waiting for their next try too */
+		list =
+		    collect_locked(w, ctr_id, dir, dlen, true, true, true, &n);
+		ret = settle_list(w, list, n, true);
+		free(list);
+	}
+	told = wbstatus_take(w->status, ctr_id, true);
+	return ret < 0 ? ret : told;
+}
+
+int wfile_take_failure(struct wfile *f, bool sync)
+{
+	return wbstatus_take(f->w->status, f->ctr.id, sync);
+}
+
+/* One container's line of the status: its pending files and bytes. */
+struct pend {
+	char name[sizeof(((struct ctr *)0)->name)];
+	size_t files;
+	long long bytes;
+};
+
+static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= max)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, max - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = (size_t)n < max - *len ? *len + (size_t)n : max - 1;
+}
+
+/* A path or name as a field of a status line: no tab or newline. */
+static const char *field(const char *s, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		out[i] = s[i] == '\t' || s[i] == '\n' ? ' ' : s[i];
+	out[i] = '\0';
+	return out;
+}
+
+size_t writer_status(struct writer *w, char *buf, size_t max)
+{
+	struct pend *pends = NULL;
+	size_t n = 0, npend = 0, len = 0;
+	struct wfile **list = NULL;
+
+	buf[0] = '\0';
+	pthread_mutex_lock(&w->lock);
+	if (w->flusher_started)
+		list = collect_locked(w, NULL, "", 0, true, true, true, &n);
+	pthread_mutex_unlock(&w->lock);
+	pends = n ? calloc(n, sizeof(*pends)) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = list[i];
+		char p[PATH_MAX], c[sizeof(pends->name)];
+		struct stat st;
+		size_t k;
+		int err;
+
+		pthread_mutex_lock(&f->lock);
+		err = atomic_load(&f->last_err);
+		if (f->dirty && !f->unlinked && pends) {
+			for (k = 0; k < npend; k++)
+				if (strcmp(pends[k].name, f->ctr.name) == 0)
+					break;
+			if (k == npend)
+				snprintf(pends[npend++].name,
+					 sizeof(pends->name), "%s",
+					 f->ctr.name);
+			stat_locked(f, &st);
+			pends[k].files++;
+			pends[k].bytes += (long long)st.st_size;
+			if (err < 0)
+				status_add(buf, &len, max,
+					   "retrying\t%s\t%s\t%s\n",
+					   field(f->ctr.name, c, sizeof(c)),
+					   field(f->path, p, sizeof(p)),
+					   strerror(-err));
+		}
+		pthread_mutex_unlock(&f->lock);
+		wfile_put(f);
+	}
+	for (size_t k = 0; k < npend; k++) {
+		char c[sizeof(pends->name)];
+
+		status_add(buf, &len, max, "pending\t%s\t%zu\t%lld\n",
+			   field(pends[k].name, c, sizeof(c)), pends[k].files,
+			   pends[k].bytes);
+	}
+	free(pends);
+	free(list);
+	wbstatus_lines(w->status, buf, &len, max);
+	return len;
 }
 
 void writer_drain(struct writer *w)

@@ -55,6 +55,22 @@ bool writer_writeback(const struct writer *w);
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep);
 
+/* fsync of a directory: commits the files of container ctr_id (NULL:
+ * of every container) pending below dir now, failed ones too, and waits
+ * for each one try; the first error of those that did not land, else a
+ * write-back failure in that container no fsync was told of
+ * (wbstatus_take()), else 0. */
+int writer_sync(struct writer *w, const char *ctr_id, const char *dir);
+
+/* The write-back failure in f's container that this fsync (sync) or close
+ * (!sync) must report, once per failure, or 0. */
+int wfile_take_failure(struct wfile *f, bool sync);
+
+/* The status that `ctrfs --status` prints (docs/design.md, Write-back):
+ * "pending", "retrying" and "failed" lines, tab-separated, in buf (max
+ * bytes, NUL-terminated, cut at max); its length. */
+size_t writer_status(struct writer *w, char *buf, size_t max);
+
 /* Commits every pending file now and stops the write-back thread. */
 void writer_drain(struct writer *w);
 

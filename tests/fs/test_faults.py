@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import (MIB, call_with_timeout, errname, errno_of, read_file, run_tool,
+from conftest import (CTRFS_BIN, MIB, call_with_timeout, errname, errno_of, read_file, run_tool,
                       sha256_file, wait_for)
 
 
@@ -331,6 +331,12 @@ def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy, tm
     assert put_fails(proxy) == 8
     copy = kept_in(m, c, "/wg/f")
     assert copy == str(base / "ctrfs-rescue" / c.name / "wg" / "f")
+    # a script hears of it: `ctrfs --status` lists it, with its copy
+    r = subprocess.run([CTRFS_BIN, "--status", m.path], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert r.returncode == 2, r
+    assert ["failed", c.name, "/wg/f", "Input/output error", copy] in \
+        [l.split("\t") for l in r.stdout.decode().splitlines()], r.stdout
     assert open(copy, "rb").read() == data
     assert os.stat(copy).st_mode & 0o777 == 0o600
     assert os.stat(base / "ctrfs-rescue").st_mode & 0o777 == 0o700
@@ -338,8 +344,12 @@ def test_write_back_gives_up_after_eight_failed_puts(mount, container, proxy, tm
     assert put_fails(proxy) == 8, "tried again after giving up"
     assert wait_for(lambda: not os.path.exists(m.p(c, "/wg/f")), timeout=5), \
         "the mount still shows a file that never landed"
-    with open(m.p(c, "/wg/f"), "wb") as f:
-        f.write(b"second\n")
+    f = open(m.p(c, "/wg/f"), "wb")
+    f.write(b"second\n")
+    # the first close since the failures is told of them (and queues)
+    with pytest.raises(OSError) as e:
+        f.close()
+    assert e.value.errno == errno.EIO
     assert wait_for(lambda: put_fails(proxy) == 16, timeout=40), \
         f"not eight more tries:\n{m.log_text()}"
     assert wait_for(lambda: os.path.exists(copy + ".1"), timeout=5), m.log_text()
