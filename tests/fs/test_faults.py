@@ -442,8 +442,12 @@ def test_a_new_write_during_retries_starts_the_count_again(mount, container, pro
     with open(p, "wb") as f:
         f.write(b"one\n")
     assert wait_for(lambda: put_fails(proxy) >= 5, timeout=15, interval=0.01), "no PUTs"
-    with open(p, "ab") as f:  # the next try is 1.6 s away: shared
-        f.write(b"two\n")
+    f = open(p, "ab")  # the next try is 1.6 s away: shared
+    f.write(b"two\n")
+    # this close is the first since the failures: it is told of them
+    with pytest.raises(OSError) as e:
+        f.close()
+    assert e.value.errno == errno.EIO
     lands_once_healed(m, c, proxy, "/wn/f", b"one\ntwo\n", fails=9)
 
 
