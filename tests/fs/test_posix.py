@@ -2,10 +2,11 @@
 """What POSIX promises a caller, where ctrfs once answered wrong without
 saying so."""
 
+import errno
 import os
 import stat
 
-from conftest import call_with_timeout, run_tool
+from conftest import call_with_timeout, errname, errno_of, run_tool
 
 # link -> raw target: readlink through the mount rewrites the first two
 # (longer, then shorter) and keeps the third
@@ -54,3 +55,99 @@ def test_symlink_size_is_what_readlink_gives_after_a_listing(mount, container):
     # ls -l reads each link into a buffer of its size
     out = run_tool("ls", "-l", m.p(c, "/a/b/c/d")).stdout.decode()
     assert "awk2 -> ../../../../etc/alternatives/awk" in out, out
+
+
+def _loop(container):
+    """/d/a -> b, /d/b -> a, after 2,100 files (names sort first): the
+    probe of /d that a cold lookup makes stops at its cap before the
+    links, so their own HEAD is asked."""
+    c = container()
+    c.sh("""
+        mkdir /d && cd /d && i=1000
+        while [ $i -lt 3100 ]; do : > $i; i=$((i+1)); done
+        ln -s a b && ln -s b a && echo hi > f
+    """)
+    return c
+
+
+def _check_loop_names(m, c):
+    for name, target in (("a", "b"), ("b", "a")):
+        p = m.p(c, "/d/" + name)
+        st = call_with_timeout(os.lstat, p)
+        assert stat.S_ISLNK(st.st_mode), name
+        assert call_with_timeout(os.readlink, p) == target
+        assert st.st_size == len(target)
+
+
+def test_a_symlink_loop_stats_cold(mount, container):
+    """The engine's HEAD (and GET) of a link in a loop is a 500 "too many
+    links": lstat of it was EIO."""
+    c = _loop(container)
+    m = mount()
+    _check_loop_names(m, c)
+
+
+def test_a_symlink_loop_lists(mount, container):
+    c = _loop(container)
+    m = mount()
+    out = run_tool("ls", "-l", m.p(c, "/d")).stdout.decode()
+    assert "a -> b" in out and "b -> a" in out, out
+    _check_loop_names(m, c)
+
+
+def test_following_a_symlink_loop_is_eloop(mount, container):
+    c = _loop(container)
+    m = mount()
+    a, b = m.p(c, "/d/a"), m.p(c, "/d/b")
+    got = {
+        "open": errno_of(lambda: open(a, "rb").close()),
+        "stat": errno_of(os.stat, a),
+        "listdir": errno_of(os.listdir, b + "/"),
+    }
+    bad = {k: errname(v) for k, v in got.items() if v != errno.ELOOP}
+    assert not bad, bad
+
+
+def test_a_symlink_loop_in_the_middle_of_a_path_is_eloop(mount, container):
+    c = _loop(container)
+    m = mount()
+    x = m.p(c, "/d/a/x")
+    f = m.p(c, "/d/f")
+    got = {
+        "open": errno_of(lambda: open(x, "rb").close()),
+        "create": errno_of(lambda: open(x, "wb").close()),
+        "mkdir": errno_of(os.mkdir, x),
+        "rename from": errno_of(os.rename, x, m.p(c, "/d/y")),
+        "rename to": errno_of(os.rename, f, x),
+        "chmod": errno_of(os.chmod, x, 0o600),
+        "chown": errno_of(os.chown, x, 1, 1),
+        "truncate": errno_of(os.truncate, x, 0),
+        "unlink": errno_of(os.unlink, x),
+        "rmdir": errno_of(os.rmdir, x),
+    }
+    bad = {k: errname(v) for k, v in got.items() if v != errno.ELOOP}
+    assert not bad, bad
+    assert c.cp_out("/d/f") == b"hi\n"
+
+
+def test_a_loop_the_cache_has_not_seen_yet_is_eloop(mount, container):
+    """A directory that became a symlink loop in the container while the
+    mount still holds it as a directory: the path reaches ctrfs whole, the
+    engine says "too many links" (the PUT of mkdir), the tools "Too many
+    levels of symbolic links" (chmod, rm, truncate)."""
+    c = container()
+    c.sh("mkdir -p /d/s && echo hi > /d/s/x && echo hi > /d/s/y && touch /d/s/z")
+    m = mount("-o", "attr_timeout=60")
+    sub = m.p(c, "/d/s")
+    assert sorted(m.listdir(sub)) == ["x", "y", "z"]
+    for n in ("x", "y", "z"):
+        call_with_timeout(os.lstat, os.path.join(sub, n))
+    c.sh("rm -r /d/s && cd /d && ln -s s2 s && ln -s s s2")
+    got = {
+        "chmod": errno_of(os.chmod, os.path.join(sub, "x"), 0o600),
+        "unlink": errno_of(os.unlink, os.path.join(sub, "y")),
+        "truncate": errno_of(os.truncate, os.path.join(sub, "z"), 5),
+        "mkdir": errno_of(os.mkdir, os.path.join(sub, "new")),
+    }
+    bad = {k: errname(v) for k, v in got.items() if v != errno.ELOOP}
+    assert not bad, bad
