@@ -151,3 +151,13 @@ def test_a_loop_the_cache_has_not_seen_yet_is_eloop(mount, container):
     }
     bad = {k: errname(v) for k, v in got.items() if v != errno.ELOOP}
     assert not bad, bad
+
+
+def test_truncate_too_large_is_efbig(mount, container):
+    """The container's truncate says "File too large": that was EIO."""
+    c = container()
+    c.write("/f", b"data\n")
+    m = mount()
+    f = m.p(c, "/f")
+    assert errname(errno_of(os.truncate, f, 999999999999999)) == "EFBIG"
+    assert c.cp_out("/f") == b"data\n"
