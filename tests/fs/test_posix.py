@@ -161,3 +161,24 @@ def test_truncate_too_large_is_efbig(mount, container):
     f = m.p(c, "/f")
     assert errname(errno_of(os.truncate, f, 999999999999999)) == "EFBIG"
     assert c.cp_out("/f") == b"data\n"
+
+
+def test_a_container_just_made_is_found(mount, container):
+    """The root was listed a moment before `docker run -d`: the new name
+    was ENOENT until the container list's TTL passed (a long TTL here, so
+    that the moment cannot pass before the lookup)."""
+    m = mount("-o", "attr_timeout=60")
+    want = None
+    missed = []
+    for i in range(20):
+        m.listdir()
+        c = container()
+        try:
+            call_with_timeout(os.stat, m.p(c, "/etc/passwd"))
+            got = call_with_timeout(lambda: open(m.p(c, "/etc/passwd"), "rb").read())
+        except FileNotFoundError:
+            missed.append(i)
+            continue
+        want = want or c.cp_out("/etc/passwd")
+        assert got == want
+    assert not missed, f"{len(missed)} of 20 new containers were ENOENT"
