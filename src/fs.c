@@ -544,16 +544,41 @@ static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
+/*
+ * A write by a caller without CAP_FSETID (taken as: not root) clears
+ * setuid, and setgid with group execute, as Linux's should_remove_suid()
+ * does. The kernel does it itself (a SETATTR) for a write through its page
+ * cache, not for the direct I/O of a write-only open (do_open()), which
+ * left a root-owned 04777 file setuid with another user's content.
+ */
+static void kill_priv(struct wfile *w)
+{
+	mode_t kill = S_ISUID;
+	struct stat st;
+
+	if (fuse_get_context()->uid == 0)
+		return;
+	wfile_stat(w, &st);
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (st.st_mode & kill)
+		wfile_chmod(w, st.st_mode & ~kill & 07777);
+}
+
 static int ctrfs_write(const char *path, const char *buf, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
 	int err;
 	struct wfile *w = handle_wfile(h, path, true, &err);
+	ssize_t n;
 
 	if (!w)
 		return err < 0 ? err : -EBADF;
-	return (int)wfile_write(w, buf, size, off);
+	n = wfile_write(w, buf, size, off);
+	if (n > 0)
+		kill_priv(w);
+	return (int)n;
 }
 
 static int ctrfs_flush(const char *path, struct fuse_file_info *fi)

@@ -6,7 +6,9 @@ import errno
 import os
 import stat
 
-from conftest import call_with_timeout, errname, errno_of, run_tool
+import pytest
+
+from conftest import call_with_timeout, errname, errno_of, run_tool, wait_for
 
 # link -> raw target: readlink through the mount rewrites the first two
 # (longer, then shorter) and keeps the third
@@ -182,3 +184,51 @@ def test_a_container_just_made_is_found(mount, container):
         want = want or c.cp_out("/etc/passwd")
         assert got == want
     assert not missed, f"{len(missed)} of 20 new containers were ENOENT"
+
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+# Run as nobody: open argv[1] with the flags named in argv[2], write, close.
+WRITER = r"""
+import os, sys
+flags = {"wronly": os.O_WRONLY, "trunc": os.O_WRONLY | os.O_TRUNC,
+         "rdwr": os.O_RDWR, "append": os.O_WRONLY | os.O_APPEND}[sys.argv[2]]
+fd = os.open(sys.argv[1], flags)
+os.write(fd, b"written by nobody\n")
+os.close(fd)
+"""
+
+# mode before -> mode after a write by a user without CAP_FSETID (Linux's
+# should_remove_suid(): setgid goes only with group execute)
+KILLPRIV = {"suid": (0o4777, 0o777), "sgid": (0o2777, 0o777),
+            "both": (0o6777, 0o777), "sgid-noexec": (0o2767, 0o2767)}
+
+
+@pytest.mark.parametrize("how", ["wronly", "trunc", "rdwr", "append"])
+def test_a_write_by_another_user_clears_setuid(mount, container, how):
+    c = container()
+    for name, (mode, _after) in KILLPRIV.items():
+        c.write("/" + name, b"root's\n", mode=mode)
+    m = mount("-o", "allow_other")
+    bad = {}
+    for name, (mode, after) in KILLPRIV.items():
+        p = m.p(c, "/" + name)
+        assert stat.S_IMODE(call_with_timeout(os.lstat, p).st_mode) == mode
+        r = run_tool(*NOBODY, "/usr/bin/python3", "-c", WRITER, p, how, check=False)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        inside = c.stat("/" + name)["perm"]
+        seen = wait_for(lambda: stat.S_IMODE(os.lstat(p).st_mode) == after) and after
+        seen = seen or stat.S_IMODE(os.lstat(p).st_mode)
+        if (inside, seen) != (after, after):
+            bad[name] = {"want": oct(after), "container": oct(inside), "mount": oct(seen)}
+    assert not bad, bad
+
+
+def test_a_write_by_root_keeps_setuid(mount, container):
+    c = container()
+    c.write("/suid", b"root's\n", mode=0o6777)
+    m = mount("-o", "allow_other")
+    p = m.p(c, "/suid")
+    run_tool("/usr/bin/python3", "-c", WRITER, p, "wronly")
+    assert c.stat("/suid")["perm"] == 0o6777
+    assert stat.S_IMODE(call_with_timeout(os.lstat, p).st_mode) == 0o6777
