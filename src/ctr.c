@@ -183,30 +183,31 @@ static int refresh(struct ctr_table *t)
 	return 0;
 }
 
-/* Refreshes the list when older than the TTL; one refresher at a time. */
-static int ensure_fresh(struct ctr_table *t)
+/* Refreshes the list when older than the TTL, or begun before since (a
+ * now_mono() time); one refresher at a time, and those that waited for it
+ * take its answer. */
+static int ensure_fresh(struct ctr_table *t, double since)
 {
+	double t0;
 	int ret;
 
 	pthread_mutex_lock(&t->refresh_lock);
-	if (now_mono() - t->refreshed < t->ttl) {
+	t0 = now_mono();
+	if (t0 - t->refreshed < t->ttl && t->refreshed >= since) {
 		ret = t->last_err;
 	} else {
 		ret = refresh(t);
 		t->last_err = ret;
-		t->refreshed = now_mono();
+		t->refreshed = t0; /* what it says is as of its start */
 	}
 	pthread_mutex_unlock(&t->refresh_lock);
 	return ret;
 }
 
-int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out)
+static int find_name(struct ctr_table *t, const char *name, struct ctr **out)
 {
-	int ret = ensure_fresh(t);
+	int ret = -ENOENT;
 
-	if (ret < 0)
-		return ret;
-	ret = -ENOENT;
 	pthread_mutex_lock(&t->lock);
 	for (struct ctr_priv *p = t->head; p; p = p->next) {
 		if (p->listed && strcmp(p->pub.name, name) == 0 &&
@@ -218,6 +219,24 @@ int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out)
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out)
+{
+	double asked = now_mono();
+	int ret = ensure_fresh(t, -1e9);
+
+	if (ret == 0)
+		ret = find_name(t, name, out);
+	/* a name the list lacks may be a container made since the list was
+	 * taken (`docker run -d x` and at once `cat <mnt>/x/f`, after an
+	 * `ls <mnt>`): no ENOENT without a list begun after this lookup */
+	if (ret == -ENOENT) {
+		ret = ensure_fresh(t, asked);
+		if (ret == 0)
+			ret = find_name(t, name, out);
+	}
 	return ret;
 }
 
@@ -237,7 +256,7 @@ int ctr_names(struct ctr_table *t, char **names, size_t *count)
 {
 	size_t bytes = 0, n = 0;
 	char *buf, *w;
-	int ret = ensure_fresh(t);
+	int ret = ensure_fresh(t, -1e9);
 
 	if (ret < 0)
 		return ret;

@@ -383,19 +383,37 @@ static int curl_errno(struct engine *e, CURLcode cc)
 	}
 }
 
-/* Refines a status by the engine's reason where the status is ambiguous
- * (a read-only filesystem is a 500 before API 1.48 and a 400 after). */
-int engine_reply_errno(long status, const char *msg)
+/* The errno the engine's reason for a failure names, or 0: where the
+ * status is ambiguous (a read-only filesystem is a 500 before API 1.48
+ * and a 400 after; everything below is a 500 on Docker 20.10). */
+static int reason_errno(long status, const char *msg)
 {
-	if (status >= 400 && msg && strcasestr(msg, "read-only"))
+	if (status < 400 || status == 404 || !msg)
+		return 0;
+	if (strcasestr(msg, "read-only"))
 		return -EROFS;
-	if (status == 404 && msg && strcasestr(msg, "no such container"))
-		return -EIO; /* the container went away under a change */
-	if (status >= 400 && msg && strcasestr(msg, "no space left"))
+	if (strcasestr(msg, "no space left"))
 		return -ENOSPC;
-	if (status >= 400 && msg && strcasestr(msg, "file name too long"))
+	if (strcasestr(msg, "file name too long"))
 		return -ENAMETOOLONG; /* a path too long for the engine's host
 				       */
+	/* a symlink loop met resolving the path or a link's target: Docker
+	 * says "evalSymlinksInScope: too many links in ...", Podman the
+	 * strerror text */
+	if (strcasestr(msg, "too many links") ||
+	    strcasestr(msg, "too many levels of symbolic links"))
+		return -ELOOP;
+	return 0;
+}
+
+int engine_reply_errno(long status, const char *msg)
+{
+	int ret = reason_errno(status, msg);
+
+	if (ret < 0)
+		return ret;
+	if (status == 404 && msg && strcasestr(msg, "no such container"))
+		return -EIO; /* the container went away under a change */
 	return engine_status_errno(status);
 }
 
@@ -972,9 +990,9 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 			;
 		r.body = s->errbody;
 		engine_reply_message(&r, msg, msglen);
-		ret = engine_status_errno(s->status);
-		if (strcasestr(msg, "file name too long"))
-			ret = -ENAMETOOLONG;
+		ret = reason_errno(s->status, msg);
+		if (ret == 0)
+			ret = engine_status_errno(s->status);
 		if (ret == 0)
 			ret = -EIO;
 		goto out_free;

@@ -34,6 +34,10 @@ int engine_exec_errno(int status, const char *err)
 	    {"Invalid argument", EINVAL},
 	    {"Device or resource busy", EBUSY},
 	    {"Invalid cross-device link", EXDEV},
+	    {"File too large", EFBIG}, /* truncate -s past the fs's limit */
+	    /* glibc's text, then musl's (Alpine) */
+	    {"Too many levels of symbolic links", ELOOP},
+	    {"Symbolic link loop", ELOOP},
 	    /* GNU mv of two names of one file (busybox's renames: a no-op) */
 	    {"are the same file", EALREADY},
 	};

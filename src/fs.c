@@ -128,6 +128,18 @@ static void root_stat(struct fs *fs, struct stat *st)
 	st->st_atim = st->st_mtim = st->st_ctim = fs->mounted;
 }
 
+/* A symlink's size is the length of what readlink gives through the
+ * mount, which pathmap_link() rewrites from raw (longer or shorter than
+ * it): tools size their readlink buffer by it (GNU cpio cuts the target
+ * there). */
+static void link_size(const char *inner, const char *raw, struct stat *st)
+{
+	char buf[PATH_MAX];
+
+	if (pathmap_link(inner, raw, buf, sizeof(buf)) == 0)
+		st->st_size = (off_t)strlen(buf);
+}
+
 /* Attributes of a path: an open file being written says them itself. */
 static int stat_path(struct fs *fs, struct ctr *c, const char *inner,
 		     struct stat *st)
@@ -171,6 +183,15 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 	if (ret == 0 && S_ISDIR(st->st_mode) &&
 	    writer_settle(fs->writer, c->id, inner, false))
 		ret = stat_path(fs, c, inner, st);
+	if (ret == 0 && S_ISLNK(st->st_mode)) {
+		char raw[PATH_MAX];
+
+		/* its target too (known with it, unless it was listed by
+		 * exec: then a GET, which the readlink to come saves) */
+		ret = meta_getattr(fs->meta, c, inner, st, raw, sizeof(raw));
+		if (ret == 0)
+			link_size(inner, raw, st);
+	}
 	if (ret == 0 && !st->st_ino) /* not kept in the cache */
 		st->st_ino = cache_new_ino();
 	ctr_put(fs->ctrs, c);
@@ -234,7 +255,7 @@ struct dirh {
 static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
 		      const struct cache_listent *e, struct stat *st)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], raw[PATH_MAX];
 	struct cache_attr a;
 	struct wfile *w;
 
@@ -246,11 +267,16 @@ static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
 		wfile_put(w);
 		return false;
 	}
-	if (cache_get(fs->cache, c->id, path, &a, NULL, 0) < 0 ||
+	if (cache_get(fs->cache, c->id, path, &a, raw, sizeof(raw)) < 0 ||
 	    (a.st.st_mode & S_IFMT) != (e->st.st_mode & S_IFMT) ||
 	    !(a.flags & CACHE_OWNER) ||
 	    now_mono() - a.validated >= fs->cfg.attr_timeout)
 		return false;
+	/* a link's size is that of its target as readlink gives it */
+	if (S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))
+		return false;
+	if (S_ISLNK(a.st.st_mode))
+		link_size(path, raw, &a.st);
 	*st = a.st;
 	return true;
 }
@@ -567,16 +593,41 @@ static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
+/*
+ * A write by a caller without CAP_FSETID (taken as: not root) clears
+ * setuid, and setgid with group execute, as Linux's should_remove_suid()
+ * does. The kernel does it itself (a SETATTR) for a write through its page
+ * cache, not for the direct I/O of a write-only open (do_open()), which
+ * left a root-owned 04777 file setuid with another user's content.
+ */
+static void kill_priv(struct wfile *w)
+{
+	mode_t kill = S_ISUID;
+	struct stat st;
+
+	if (fuse_get_context()->uid == 0)
+		return;
+	wfile_stat(w, &st);
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (st.st_mode & kill)
+		wfile_chmod(w, st.st_mode & ~kill & 07777);
+}
+
 static int ctrfs_write(const char *path, const char *buf, size_t size,
 		       off_t off, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
 	int err;
 	struct wfile *w = handle_wfile(h, path, true, &err);
+	ssize_t n;
 
 	if (!w)
 		return err < 0 ? err : -EBADF;
-	return (int)wfile_write(w, buf, size, off);
+	n = wfile_write(w, buf, size, off);
+	if (n > 0)
+		kill_priv(w);
+	return (int)n;
 }
 
 static int ctrfs_flush(const char *path, struct fuse_file_info *fi)

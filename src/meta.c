@@ -222,7 +222,7 @@ static int probe(struct meta *m, struct ctr *c, const char *path)
 
 	ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
 	if (ret < 0) {
-		if (ret != -ENOENT)
+		if (ret != -ENOENT && ret != -ELOOP) /* loop_link() goes on */
 			log_fail(c, "stat", path, msg);
 		return ret;
 	}
@@ -246,6 +246,26 @@ out_stream:
 	return ret;
 }
 
+/* A HEAD refused has no body to say why: a GET of the path does. The
+ * reason that matters is a symlink loop (-ELOOP): the engine resolves a
+ * link's target for the stat header of either call, and a link in a loop
+ * has none. */
+static int head_refused(struct meta *m, struct ctr *c, const char *path)
+{
+	struct engine_stream *s;
+	char msg[512];
+	int ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
+
+	if (ret == 0) {
+		engine_stream_free(s); /* aborted: the HEAD's answer stands */
+		snprintf(msg, sizeof(msg), "the engine refused a HEAD of it");
+		ret = -EIO;
+	}
+	if (ret != -ENOENT && ret != -ELOOP)
+		log_fail(c, "stat", path, msg);
+	return ret;
+}
+
 /* Asks the engine (HEAD) and merges the answer into the cache. */
 static int revalidate(struct meta *m, struct ctr *c, const char *path,
 		      const struct cache_attr *old, bool have_old)
@@ -265,6 +285,8 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			cache_remove(m->c, c->id, path);
+		else if (r.status >= 500)
+			ret = head_refused(m, c, path);
 		else
 			log_fail(c, "stat", path,
 				 engine_reply_message(&r, msg, sizeof(msg)));
@@ -693,6 +715,41 @@ static bool relist_parent(struct meta *m, struct ctr *c, const char *path)
 	return true;
 }
 
+/*
+ * path's HEAD or GET met a symlink loop. Most likely path is a link in it
+ * (the kernel walks a path itself, so what reaches us has no link above
+ * its last name, unless the container changed since): then the tar of its
+ * directory holds its header, as a tar never follows a link. A loop above
+ * path fails that GET too, with ELOOP, as a local walk would.
+ */
+static int loop_link(struct meta *m, struct ctr *c, const char *path)
+{
+	char parent[PATH_MAX];
+	struct cache_attr a;
+	bool whole = false;
+	int ret;
+
+	if (pathmap_parent(path, parent, sizeof(parent)) < 0 ||
+	    strcmp(parent, path) == 0)
+		return -ELOOP;
+	/* capped, as a probe; if that stops before path, the directory's
+	 * listing as readdir would read it */
+	ret = loader_tree(m, c, parent, PROBE_TREE, false, &whole);
+	if (ret == 0 && !whole && cache_get(m->c, c->id, path, &a, NULL, 0) < 0)
+		ret = loader_tree(m, c, parent, 0, true, &whole);
+	if (ret < 0)
+		return ret;
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
+	    (a.flags & CACHE_OWNER) && !stale(m, c, a.validated))
+		return 0;
+	if (whole)
+		return -ENOENT;
+	log_fail(c, "stat", path,
+		 "a symlink loop, and the listing of its directory stopped "
+		 "before it");
+	return -EIO;
+}
+
 int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
 		     struct stat *st)
 {
@@ -733,6 +790,8 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		if (have)
 			hint_walk(m, c, path);
 		ret = revalidate(m, c, path, &a, have);
+		if (ret == -ELOOP)
+			ret = loop_link(m, c, path);
 		if (ret < 0)
 			return ret;
 		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
@@ -745,6 +804,8 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		ret = S_ISDIR(a.st.st_mode)
 			  ? loader_tree(m, c, path, PROBE_TREE, false, NULL)
 			  : probe(m, c, path);
+		if (ret == -ELOOP && !S_ISDIR(a.st.st_mode))
+			ret = loop_link(m, c, path);
 		if (ret < 0)
 			return ret;
 		if (cache_get(m->c, c->id, path, &a, lbuf, sizeof(lbuf)) < 0)
