@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What engine.c shares with engine_exec.c, and with no one else: a curl
- * handle set up for the engine, a POST of JSON, and the bookkeeping every
- * call does. Not part of the engine's API (engine.h).
+ * What engine.c shares with engine_raw.c, engine_put.c and engine_exec.c,
+ * and with no one else: a curl handle set up for the engine, a POST of
+ * JSON, the bookkeeping every call does, and a raw connection. Not part of
+ * the engine's API (engine.h).
  */
 #ifndef CTRFS_ENGINE_INT_H
 #define CTRFS_ENGINE_INT_H
@@ -53,12 +54,17 @@ void engine_waiter_init(struct waiter *w, struct engine *e, const char *ctr,
 int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
 			curl_off_t ultotal, curl_off_t ulnow);
 
-/* A connection of our own to the engine, opened by curl (CONNECT_ONLY):
- * what goes on it is ours (engine_raw_send() and engine_raw_recv()).
- * -errno with the reason in msg. */
+/* engine_raw.c. A connection of our own to the engine, opened by curl
+ * (CONNECT_ONLY): what goes on it is ours (engine_raw_send() and
+ * engine_raw_recv()). -errno with the reason in msg. The caller frees it
+ * with engine_raw_free(). */
 int engine_raw_connect(struct engine *e, struct engine_raw **out, char *msg,
 		       size_t msglen);
 int engine_raw_fd(const struct engine_raw *r);
+/* Gives back len bytes of buf, read past the head of a reply: the next
+ * engine_raw_recv() calls return them first. Once per connection; 0 or
+ * -ENOMEM. */
+int engine_raw_unread(struct engine_raw *r, const char *buf, size_t len);
 /* PUT of target (path and query) with a chunked body from fn on a
  * connection of its own, file ranges by sendfile(); the reply in r. */
 int engine_put_raw(struct engine *e, const char *ctr, const char *target,
