@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 #define POOL_MAX	16
-#define CURL_BUFSIZE	(256 * 1024)
-#define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
 
@@ -52,7 +50,7 @@ struct engine {
 	/* open GETs, so a call queued behind one on its container can tell
 	 * a wait from a stall (struct waiter) */
 	pthread_mutex_t streams_lock;
-	struct engine_stream *streams;
+	struct open_get *streams;
 	atomic_bool down; /* the last attempt failed to reach the engine */
 	bool podman;	  /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt;     /* frees a container for our next call */
@@ -68,8 +66,7 @@ struct engine {
 
 struct engine_stream {
 	struct engine *e;
-	struct engine_stream *prev, *next; /* e->streams */
-	char ctr[80];
+	struct open_get get; /* on e->streams: its container, its bytes */
 	struct waiter wait;
 	CURL *easy;
 	CURLM *multi;
@@ -83,7 +80,6 @@ struct engine_stream {
 	long status;
 	char errbody[1024];
 	size_t errlen;
-	_Atomic off_t total;
 	double t0;
 	double t_body; /* when the first byte of the body came */
 	char what[256];
@@ -267,7 +263,7 @@ CURL *engine_easy_get(struct engine *e)
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)CURL_BUFSIZE);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)ENGINE_CURL_BUFSIZE);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 	if (e->tls) {
 		if (e->ca)
@@ -347,7 +343,7 @@ void engine_clock(struct engine *e, struct timespec *ts)
 }
 
 /* Pools h once its transfer has ended well. */
-static void easy_put(struct engine *e, CURL *h)
+void engine_easy_put(struct engine *e, CURL *h)
 {
 	observe_clock(e, h);
 	h = pool_give(e, &e->easy_pool, h);
@@ -355,20 +351,35 @@ static void easy_put(struct engine *e, CURL *h)
 		curl_easy_cleanup(h);
 }
 
-static char *buf_get(struct engine *e)
+char *engine_buf_get(struct engine *e)
 {
 	char *b = pool_take(e, &e->buf_pool);
 
-	return b ? b : malloc(STREAM_BUFSIZE);
+	return b ? b : malloc(ENGINE_STREAM_BUFSIZE);
 }
 
-static void buf_put(struct engine *e, char *b)
+void engine_buf_put(struct engine *e, char *b)
 {
 	free(pool_give(e, &e->buf_pool, b));
 }
 
+CURLM *engine_multi_get(struct engine *e)
+{
+	CURLM *m = pool_take(e, &e->multi_pool);
+
+	return m ? m : curl_multi_init();
+}
+
+/* Pools m once its stream has ended well: it keeps the connection. */
+void engine_multi_put(struct engine *e, CURLM *m)
+{
+	m = pool_give(e, &e->multi_pool, m);
+	if (m)
+		curl_multi_cleanup(m);
+}
+
 /* The one place where a transport failure becomes an errno. */
-static int curl_errno(struct engine *e, CURLcode cc)
+int engine_curl_errno(struct engine *e, CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_OK:
@@ -430,6 +441,11 @@ const char *engine_prefix(const struct engine *e)
 	return e->prefix;
 }
 
+bool engine_tls(const struct engine *e)
+{
+	return e->tls;
+}
+
 long engine_timeout(const struct engine *e)
 {
 	return e->timeout;
@@ -461,22 +477,45 @@ void engine_note_reach(struct engine *e, CURLcode cc)
 		log_info("engine at %s answers again", e->url);
 }
 
+void engine_open_get_add(struct engine *e, struct open_get *g)
+{
+	pthread_mutex_lock(&e->streams_lock);
+	g->prev = NULL;
+	g->next = e->streams;
+	if (g->next)
+		g->next->prev = g;
+	e->streams = g;
+	pthread_mutex_unlock(&e->streams_lock);
+}
+
+void engine_open_get_remove(struct engine *e, struct open_get *g)
+{
+	pthread_mutex_lock(&e->streams_lock);
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		e->streams = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	pthread_mutex_unlock(&e->streams_lock);
+}
+
 /* The bytes moved so far by the open GETs on container ctr but self. */
 static long long others_moved(struct engine *e, const char *ctr,
-			      const struct engine_stream *self)
+			      const struct open_get *self)
 {
 	long long sum = 0;
 
 	pthread_mutex_lock(&e->streams_lock);
-	for (struct engine_stream *s = e->streams; s; s = s->next)
-		if (s != self && strcmp(s->ctr, ctr) == 0)
-			sum += (long long)atomic_load(&s->total);
+	for (struct open_get *g = e->streams; g; g = g->next)
+		if (g != self && strcmp(g->ctr, ctr) == 0)
+			sum += (long long)atomic_load(&g->total);
 	pthread_mutex_unlock(&e->streams_lock);
 	return sum;
 }
 
 void engine_waiter_init(struct waiter *w, struct engine *e, const char *ctr,
-			const struct engine_stream *self)
+			const struct open_get *self)
 {
 	w->e = e;
 	w->ctr = ctr;
@@ -510,19 +549,14 @@ int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
 
 /* A call on container ctr (or NULL) that ends once stalled for the
  * timeout, as struct waiter says. */
-static void set_stall_timeout(CURL *h, struct waiter *w)
+void engine_waiter_setopt(CURL *h, struct waiter *w)
 {
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, engine_waiter_check);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 }
 
-struct reply_ctx {
-	struct engine_reply *r;
-	bool too_big;
-};
-
-static size_t reply_write(char *p, size_t size, size_t nmemb, void *data)
+size_t engine_reply_write(char *p, size_t size, size_t nmemb, void *data)
 {
 	struct reply_ctx *c = data;
 	struct engine_reply *r = c->r;
@@ -592,12 +626,12 @@ static int do_request(struct engine *e, const char *method, const char *url,
 		return -ENOMEM;
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
+	engine_waiter_setopt(h, &w);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET") != 0)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &ctx);
@@ -620,17 +654,23 @@ static int do_request(struct engine *e, const char *method, const char *url,
 	} else if (ctx.too_big) {
 		ret = -EFBIG;
 	} else {
-		ret = curl_errno(e, cc);
+		ret = engine_curl_errno(e, cc);
 	}
 	log_dbg("engine: %s %s -> %ld (%s) in %.1f ms", method, url, r->status,
 		curl_easy_strerror(cc), (now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK)
-		easy_put(e, h);
+		engine_easy_put(e, h);
 	else
 		curl_easy_cleanup(h);
 	if (ret < 0)
 		engine_reply_free(r);
 	return ret;
+}
+
+int engine_request_url(struct engine *e, const char *method, const char *url,
+		       const char *ctr, struct engine_reply *r)
+{
+	return do_request(e, method, url, ctr, r, NULL, 0, NULL);
 }
 
 int engine_request(struct engine *e, const char *method, const char *path,
@@ -790,6 +830,11 @@ bool engine_set_abortable(bool on)
 	return was;
 }
 
+bool engine_caller_abandoned(struct engine *e)
+{
+	return abortable && e->abandoned && e->abandoned();
+}
+
 /* The engine runs one archive call per container at a time: let go of
  * what we hold open on it before asking for more. */
 void engine_preempt(struct engine *e, const char *ctr)
@@ -807,8 +852,8 @@ static int archive_url(struct engine *e, const char *ctr, const char *path,
 
 	if (!esc)
 		return -ENOMEM;
-	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s", e->base,
-		     e->prefix, ctr, esc);
+	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s",
+		     engine_base(e), engine_prefix(e), ctr, esc);
 	engine_free_string(esc);
 	return (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
@@ -821,7 +866,7 @@ int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 
 	if (ret < 0)
 		return ret;
-	return do_request(e, "HEAD", url, ctr, r, NULL, 0, NULL);
+	return engine_request_url(e, "HEAD", url, ctr, r);
 }
 
 static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)
@@ -851,22 +896,22 @@ static size_t stream_write(char *p, size_t size, size_t nmemb, void *data)
 		s->errbody[s->errlen] = '\0';
 		return n;
 	}
-	if (n > STREAM_BUFSIZE - s->len) {
+	if (n > ENGINE_STREAM_BUFSIZE - s->len) {
 		s->paused = true;
 		return CURL_WRITEFUNC_PAUSE;
 	}
-	if (s->total == 0)
+	if (s->get.total == 0)
 		s->t_body = now_mono();
 	memcpy(s->buf + s->len, p, n);
 	s->len += n;
-	s->total += (off_t)n;
+	s->get.total += (off_t)n;
 	return n;
 }
 
 /* The wait for the next bytes of a long body (nap.h): true when it slept. */
 static bool nap(struct engine_stream *s)
 {
-	double t = nap_seconds(s->total, now_mono() - s->t_body);
+	double t = nap_seconds(s->get.total, now_mono() - s->t_body);
 	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(t * 1e9)};
 
 	if (t <= 0)
@@ -907,7 +952,7 @@ static int pump(struct engine_stream *s, bool headers)
 		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
 		if (mc != CURLM_OK)
 			return -EIO;
-		if (abortable && s->e->abandoned && s->e->abandoned())
+		if (engine_caller_abandoned(s->e))
 			return -EINTR;
 	}
 	return 0;
@@ -926,22 +971,15 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	s->e = e;
 	s->t0 = now_mono();
 	snprintf(s->what, sizeof(s->what), "GET %s:%s", ctr, path);
-	snprintf(s->ctr, sizeof(s->ctr), "%s", ctr);
-	pthread_mutex_lock(&e->streams_lock);
-	s->next = e->streams;
-	if (s->next)
-		s->next->prev = s;
-	e->streams = s;
-	pthread_mutex_unlock(&e->streams_lock);
+	snprintf(s->get.ctr, sizeof(s->get.ctr), "%s", ctr);
+	engine_open_get_add(e, &s->get);
 	ret = archive_url(e, ctr, path, url, sizeof(url));
 	if (ret < 0)
 		goto out_free;
 	ret = -ENOMEM;
-	s->buf = buf_get(e);
+	s->buf = engine_buf_get(e);
 	s->easy = engine_easy_get(e);
-	s->multi = pool_take(e, &e->multi_pool);
-	if (!s->multi)
-		s->multi = curl_multi_init();
+	s->multi = engine_multi_get(e);
 	if (!s->buf || !s->easy || !s->multi)
 		goto out_free;
 	curl_easy_setopt(s->easy, CURLOPT_URL, url);
@@ -950,15 +988,15 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, stream_header);
 	curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
 	/* a stalled body fails after the timeout; a slow one does not */
-	engine_waiter_init(&s->wait, e, s->ctr, s);
-	set_stall_timeout(s->easy, &s->wait);
+	engine_waiter_init(&s->wait, e, s->get.ctr, &s->get);
+	engine_waiter_setopt(s->easy, &s->wait);
 	curl_multi_add_handle(s->multi, s->easy);
 	ret = pump(s, true);
 	if (ret < 0)
 		goto out_free;
 	if (!s->headers_done) {
 		engine_note_reach(e, s->result);
-		ret = s->result ? curl_errno(e, s->result) : -EIO;
+		ret = s->result ? engine_curl_errno(e, s->result) : -EIO;
 		snprintf(msg, msglen, "%s",
 			 s->result ? curl_easy_strerror(s->result)
 				   : "no reply");
@@ -1011,16 +1049,16 @@ ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
 	}
 	if (s->result != CURLE_OK) {
 		log_dbg("engine: %s failed after %lld bytes: %s", s->what,
-			(long long)s->total, curl_easy_strerror(s->result));
+			(long long)s->get.total, curl_easy_strerror(s->result));
 		engine_note_reach(s->e, s->result);
-		return curl_errno(s->e, s->result);
+		return engine_curl_errno(s->e, s->result);
 	}
 	return 0;
 }
 
 off_t engine_stream_bytes(const struct engine_stream *s)
 {
-	return s->total;
+	return s->get.total;
 }
 
 void engine_stream_free(struct engine_stream *s)
@@ -1028,24 +1066,18 @@ void engine_stream_free(struct engine_stream *s)
 	if (!s)
 		return;
 	log_dbg("engine: %s -> %ld, %lld bytes%s in %.1f ms", s->what,
-		s->status, (long long)s->total, s->done ? "" : " (aborted)",
+		s->status, (long long)s->get.total, s->done ? "" : " (aborted)",
 		(now_mono() - s->t0) * 1e3);
-	pthread_mutex_lock(&s->e->streams_lock);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		s->e->streams = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	pthread_mutex_unlock(&s->e->streams_lock);
+	engine_open_get_remove(s->e, &s->get);
 	if (s->multi && s->easy)
 		curl_multi_remove_handle(s->multi, s->easy);
 	if (s->done && s->result == CURLE_OK) {
 		/* the multi keeps the connection for the next stream */
 		if (s->multi)
-			s->multi = pool_give(s->e, &s->e->multi_pool, s->multi);
+			engine_multi_put(s->e, s->multi);
+		s->multi = NULL;
 		if (s->easy)
-			easy_put(s->e, s->easy);
+			engine_easy_put(s->e, s->easy);
 		s->easy = NULL;
 	}
 	if (s->multi)
@@ -1053,7 +1085,7 @@ void engine_stream_free(struct engine_stream *s)
 	if (s->easy)
 		curl_easy_cleanup(s->easy);
 	if (s->buf)
-		buf_put(s->e, s->buf);
+		engine_buf_put(s->e, s->buf);
 	free(s);
 }
 
@@ -1141,9 +1173,9 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
 	if (ret < 0)
 		return ret;
-	if (bulk >= ENGINE_RAW_PUT_MIN && !e->tls) {
-		ret = engine_put_raw(e, ctr, url + strlen(e->base), fn, ctx, &r,
-				     msg, msglen);
+	if (bulk >= ENGINE_RAW_PUT_MIN && !engine_tls(e)) {
+		ret = engine_put_raw(e, ctr, url + strlen(engine_base(e)), fn,
+				     ctx, &r, msg, msglen);
 		log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms, %lld bytes "
 			"of file data by sendfile",
 			ctr, dir, r.status, msg[0] ? msg : "ok",
@@ -1159,23 +1191,24 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, (long)CURL_BUFSIZE);
+	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE,
+			 (long)ENGINE_CURL_BUFSIZE);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_READFUNCTION, put_read);
 	curl_easy_setopt(h, CURLOPT_READDATA, &p);
 	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, put_seek);
 	curl_easy_setopt(h, CURLOPT_SEEKDATA, &p);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
 	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
+	engine_waiter_setopt(h, &w);
 	cc = curl_easy_perform(h);
 	engine_note_reach(e, cc);
 	if (p.err) {
 		ret = p.err;
 		snprintf(msg, msglen, "%s", strerror(-ret));
 	} else if (cc != CURLE_OK) {
-		ret = curl_errno(e, cc);
+		ret = engine_curl_errno(e, cc);
 		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
 	} else {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
@@ -1191,7 +1224,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms", ctr, dir, r.status,
 		msg[0] ? msg : "ok", (now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK && p.end)
-		easy_put(e, h);
+		engine_easy_put(e, h);
 	else
 		curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);
@@ -1224,19 +1257,19 @@ int engine_post_json(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	engine_waiter_setopt(h, &w);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
 	cc = curl_easy_perform(h);
 	engine_note_reach(e, cc);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	else
-		ret = curl_errno(e, cc);
+		ret = engine_curl_errno(e, cc);
 	log_dbg("engine: POST %s -> %ld in %.1f ms", path, r->status,
 		(now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK)
-		easy_put(e, h);
+		engine_easy_put(e, h);
 	else
 		curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);
