@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What engine.c shares with engine_raw.c, engine_put.c and engine_exec.c,
- * and with no one else: a curl handle set up for the engine, a POST of
- * JSON, the bookkeeping every call does, and a raw connection. Not part of
- * the engine's API (engine.h). struct engine is engine.c's: the others
- * reach it through the functions below.
+ * What the engine's files share with each other, and with no one else. Not
+ * part of the engine's API (engine.h). Each file uses only those below it:
+ *
+ *   engine_exec.c     exec, and an exec attached on a raw connection
+ *   engine_archive.c  archive HEAD, GET stream, PUT (engine_put.c: by
+ *                     sendfile() on a raw connection)
+ *   engine_raw.c      a raw connection of our own
+ *   engine.c          curl handles and pools, errno, requests, the ping
+ *
+ * struct engine is engine.c's: the others reach it through the functions
+ * below.
  */
 #ifndef CTRFS_ENGINE_INT_H
 #define CTRFS_ENGINE_INT_H
@@ -65,8 +71,8 @@ size_t engine_reply_write(char *p, size_t size, size_t nmemb, void *data);
 
 /*
  * engine.c. An open GET, on the engine's list from engine_open_get_add()
- * to engine_open_get_remove(): the caller owns it (a GET stream holds
- * one) and counts its bytes in total.
+ * to engine_open_get_remove(): the caller owns it (engine_archive.c's
+ * stream holds one) and counts its bytes in total.
  */
 struct open_get {
 	struct open_get *prev, *next;
