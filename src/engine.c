@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The engine's connection: curl handles and their pools, the engine's clock,
+ * errno for a transport failure and for a reply, whole requests and their
+ * replies, the version ping, and the stall clock every call runs on (struct
+ * waiter). The archive calls, exec and raw connections build on it.
+ */
 #include "engine.h"
 #include "engine_int.h"
 #include "clocklag.h"
 #include "hostcfg.h"
 #include "log.h"
-#include "nap.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -17,11 +22,8 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include <unistd.h>
 
 #define POOL_MAX	16
-#define CURL_BUFSIZE	(256 * 1024)
-#define STREAM_BUFSIZE	(2 * CURL_BUFSIZE)
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
 
@@ -52,7 +54,7 @@ struct engine {
 	/* open GETs, so a call queued behind one on its container can tell
 	 * a wait from a stall (struct waiter) */
 	pthread_mutex_t streams_lock;
-	struct engine_stream *streams;
+	struct open_get *streams;
 	atomic_bool down; /* the last attempt failed to reach the engine */
 	bool podman;	  /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt;     /* frees a container for our next call */
@@ -64,29 +66,6 @@ struct engine {
 	pthread_mutex_t clock_lock;
 	struct clocklag lag;
 	long lag_logged; /* the last lag said in the log */
-};
-
-struct engine_stream {
-	struct engine *e;
-	struct engine_stream *prev, *next; /* e->streams */
-	char ctr[80];
-	struct waiter wait;
-	CURL *easy;
-	CURLM *multi;
-	char *buf;
-	size_t len;
-	bool paused;
-	bool handed; /* buf was given to the reader, who is done with it */
-	bool done;
-	bool headers_done;
-	CURLcode result;
-	long status;
-	char errbody[1024];
-	size_t errlen;
-	_Atomic off_t total;
-	double t0;
-	double t_body; /* when the first byte of the body came */
-	char what[256];
 };
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a,
@@ -267,7 +246,7 @@ CURL *engine_easy_get(struct engine *e)
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
-	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)CURL_BUFSIZE);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)ENGINE_CURL_BUFSIZE);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, e->tls ? "https" : "http");
 	if (e->tls) {
 		if (e->ca)
@@ -347,7 +326,7 @@ void engine_clock(struct engine *e, struct timespec *ts)
 }
 
 /* Pools h once its transfer has ended well. */
-static void easy_put(struct engine *e, CURL *h)
+void engine_easy_put(struct engine *e, CURL *h)
 {
 	observe_clock(e, h);
 	h = pool_give(e, &e->easy_pool, h);
@@ -355,20 +334,35 @@ static void easy_put(struct engine *e, CURL *h)
 		curl_easy_cleanup(h);
 }
 
-static char *buf_get(struct engine *e)
+char *engine_buf_get(struct engine *e)
 {
 	char *b = pool_take(e, &e->buf_pool);
 
-	return b ? b : malloc(STREAM_BUFSIZE);
+	return b ? b : malloc(ENGINE_STREAM_BUFSIZE);
 }
 
-static void buf_put(struct engine *e, char *b)
+void engine_buf_put(struct engine *e, char *b)
 {
 	free(pool_give(e, &e->buf_pool, b));
 }
 
+CURLM *engine_multi_get(struct engine *e)
+{
+	CURLM *m = pool_take(e, &e->multi_pool);
+
+	return m ? m : curl_multi_init();
+}
+
+/* Pools m once its stream has ended well: it keeps the connection. */
+void engine_multi_put(struct engine *e, CURLM *m)
+{
+	m = pool_give(e, &e->multi_pool, m);
+	if (m)
+		curl_multi_cleanup(m);
+}
+
 /* The one place where a transport failure becomes an errno. */
-static int curl_errno(struct engine *e, CURLcode cc)
+int engine_curl_errno(struct engine *e, CURLcode cc)
 {
 	switch (cc) {
 	case CURLE_OK:
@@ -386,7 +380,7 @@ static int curl_errno(struct engine *e, CURLcode cc)
 /* The errno the engine's reason for a failure names, or 0: where the
  * status is ambiguous (a read-only filesystem is a 500 before API 1.48
  * and a 400 after; everything below is a 500 on Docker 20.10). */
-static int reason_errno(long status, const char *msg)
+int engine_reason_errno(long status, const char *msg)
 {
 	if (status < 400 || status == 404 || !msg)
 		return 0;
@@ -408,7 +402,7 @@ static int reason_errno(long status, const char *msg)
 
 int engine_reply_errno(long status, const char *msg)
 {
-	int ret = reason_errno(status, msg);
+	int ret = engine_reason_errno(status, msg);
 
 	if (ret < 0)
 		return ret;
@@ -448,6 +442,11 @@ const char *engine_prefix(const struct engine *e)
 	return e->prefix;
 }
 
+bool engine_tls(const struct engine *e)
+{
+	return e->tls;
+}
+
 long engine_timeout(const struct engine *e)
 {
 	return e->timeout;
@@ -479,22 +478,45 @@ void engine_note_reach(struct engine *e, CURLcode cc)
 		log_info("engine at %s answers again", e->url);
 }
 
+void engine_open_get_add(struct engine *e, struct open_get *g)
+{
+	pthread_mutex_lock(&e->streams_lock);
+	g->prev = NULL;
+	g->next = e->streams;
+	if (g->next)
+		g->next->prev = g;
+	e->streams = g;
+	pthread_mutex_unlock(&e->streams_lock);
+}
+
+void engine_open_get_remove(struct engine *e, struct open_get *g)
+{
+	pthread_mutex_lock(&e->streams_lock);
+	if (g->prev)
+		g->prev->next = g->next;
+	else
+		e->streams = g->next;
+	if (g->next)
+		g->next->prev = g->prev;
+	pthread_mutex_unlock(&e->streams_lock);
+}
+
 /* The bytes moved so far by the open GETs on container ctr but self. */
 static long long others_moved(struct engine *e, const char *ctr,
-			      const struct engine_stream *self)
+			      const struct open_get *self)
 {
 	long long sum = 0;
 
 	pthread_mutex_lock(&e->streams_lock);
-	for (struct engine_stream *s = e->streams; s; s = s->next)
-		if (s != self && strcmp(s->ctr, ctr) == 0)
-			sum += (long long)atomic_load(&s->total);
+	for (struct open_get *g = e->streams; g; g = g->next)
+		if (g != self && strcmp(g->ctr, ctr) == 0)
+			sum += (long long)atomic_load(&g->total);
 	pthread_mutex_unlock(&e->streams_lock);
 	return sum;
 }
 
 void engine_waiter_init(struct waiter *w, struct engine *e, const char *ctr,
-			const struct engine_stream *self)
+			const struct open_get *self)
 {
 	w->e = e;
 	w->ctr = ctr;
@@ -528,19 +550,14 @@ int engine_waiter_check(void *data, curl_off_t dltotal, curl_off_t dlnow,
 
 /* A call on container ctr (or NULL) that ends once stalled for the
  * timeout, as struct waiter says. */
-static void set_stall_timeout(CURL *h, struct waiter *w)
+void engine_waiter_setopt(CURL *h, struct waiter *w)
 {
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, engine_waiter_check);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 }
 
-struct reply_ctx {
-	struct engine_reply *r;
-	bool too_big;
-};
-
-static size_t reply_write(char *p, size_t size, size_t nmemb, void *data)
+size_t engine_reply_write(char *p, size_t size, size_t nmemb, void *data)
 {
 	struct reply_ctx *c = data;
 	struct engine_reply *r = c->r;
@@ -610,12 +627,12 @@ static int do_request(struct engine *e, const char *method, const char *url,
 		return -ENOMEM;
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
+	engine_waiter_setopt(h, &w);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET") != 0)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, reply_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &ctx);
@@ -638,17 +655,23 @@ static int do_request(struct engine *e, const char *method, const char *url,
 	} else if (ctx.too_big) {
 		ret = -EFBIG;
 	} else {
-		ret = curl_errno(e, cc);
+		ret = engine_curl_errno(e, cc);
 	}
 	log_dbg("engine: %s %s -> %ld (%s) in %.1f ms", method, url, r->status,
 		curl_easy_strerror(cc), (now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK)
-		easy_put(e, h);
+		engine_easy_put(e, h);
 	else
 		curl_easy_cleanup(h);
 	if (ret < 0)
 		engine_reply_free(r);
 	return ret;
+}
+
+int engine_request_url(struct engine *e, const char *method, const char *url,
+		       const char *ctr, struct engine_reply *r)
+{
+	return do_request(e, method, url, ctr, r, NULL, 0, NULL);
 }
 
 int engine_request(struct engine *e, const char *method, const char *path,
@@ -808,413 +831,17 @@ bool engine_set_abortable(bool on)
 	return was;
 }
 
+bool engine_caller_abandoned(struct engine *e)
+{
+	return abortable && e->abandoned && e->abandoned();
+}
+
 /* The engine runs one archive call per container at a time: let go of
  * what we hold open on it before asking for more. */
 void engine_preempt(struct engine *e, const char *ctr)
 {
 	if (e->preempt)
 		e->preempt(ctr);
-}
-
-static int archive_url(struct engine *e, const char *ctr, const char *path,
-		       char *url, size_t len)
-{
-	engine_preempt(e, ctr);
-	char *esc = engine_escape(path);
-	int n;
-
-	if (!esc)
-		return -ENOMEM;
-	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s", e->base,
-		     e->prefix, ctr, esc);
-	engine_free_string(esc);
-	return (size_t)n < len ? 0 : -ENAMETOOLONG;
-}
-
-int engine_archive_head(struct engine *e, const char *ctr, const char *path,
-			struct engine_reply *r)
-{
-	char url[16384];
-	int ret = archive_url(e, ctr, path, url, sizeof(url));
-
-	if (ret < 0)
-		return ret;
-	return do_request(e, "HEAD", url, ctr, r, NULL, 0, NULL);
-}
-
-static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)
-{
-	struct engine_stream *s = data;
-	size_t n = size * nmemb;
-
-	if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
-		curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
-		if (s->status >= 200)
-			s->headers_done = true;
-	}
-	return n;
-}
-
-static size_t stream_write(char *p, size_t size, size_t nmemb, void *data)
-{
-	struct engine_stream *s = data;
-	size_t n = size * nmemb;
-
-	if (s->status != 200) {
-		size_t room = sizeof(s->errbody) - 1 - s->errlen;
-		size_t k = n < room ? n : room;
-
-		memcpy(s->errbody + s->errlen, p, k);
-		s->errlen += k;
-		s->errbody[s->errlen] = '\0';
-		return n;
-	}
-	if (n > STREAM_BUFSIZE - s->len) {
-		s->paused = true;
-		return CURL_WRITEFUNC_PAUSE;
-	}
-	if (s->total == 0)
-		s->t_body = now_mono();
-	memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	s->total += (off_t)n;
-	return n;
-}
-
-/* The wait for the next bytes of a long body (nap.h): true when it slept. */
-static bool nap(struct engine_stream *s)
-{
-	double t = nap_seconds(s->total, now_mono() - s->t_body);
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(t * 1e9)};
-
-	if (t <= 0)
-		return false;
-	nanosleep(&ts, NULL);
-	return true;
-}
-
-/* Drives the transfer until it has data for the reader, has seen the
- * response headers (when headers is set), or is over. */
-static int pump(struct engine_stream *s, bool headers)
-{
-	bool napped = false;
-
-	while (!s->done) {
-		CURLMsg *msg;
-		int running, left;
-		CURLMcode mc = curl_multi_perform(s->multi, &running);
-
-		if (mc != CURLM_OK)
-			return -EIO;
-		while ((msg = curl_multi_info_read(s->multi, &left))) {
-			if (msg->msg == CURLMSG_DONE) {
-				s->done = true;
-				s->result = msg->data.result;
-			}
-		}
-		if (s->len > 0 || s->paused)
-			break;
-		if (headers && s->headers_done)
-			break;
-		if (s->done)
-			break;
-		if (!headers && !napped && nap(s)) {
-			napped = true;
-			continue;
-		}
-		mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
-		if (mc != CURLM_OK)
-			return -EIO;
-		if (abortable && s->e->abandoned && s->e->abandoned())
-			return -EINTR;
-	}
-	return 0;
-}
-
-int engine_archive_get(struct engine *e, const char *ctr, const char *path,
-		       struct engine_stream **out, char *msg, size_t msglen)
-{
-	struct engine_stream *s = calloc(1, sizeof(*s));
-	char url[16384];
-	int ret;
-
-	msg[0] = '\0';
-	if (!s)
-		return -ENOMEM;
-	s->e = e;
-	s->t0 = now_mono();
-	snprintf(s->what, sizeof(s->what), "GET %s:%s", ctr, path);
-	snprintf(s->ctr, sizeof(s->ctr), "%s", ctr);
-	pthread_mutex_lock(&e->streams_lock);
-	s->next = e->streams;
-	if (s->next)
-		s->next->prev = s;
-	e->streams = s;
-	pthread_mutex_unlock(&e->streams_lock);
-	ret = archive_url(e, ctr, path, url, sizeof(url));
-	if (ret < 0)
-		goto out_free;
-	ret = -ENOMEM;
-	s->buf = buf_get(e);
-	s->easy = engine_easy_get(e);
-	s->multi = pool_take(e, &e->multi_pool);
-	if (!s->multi)
-		s->multi = curl_multi_init();
-	if (!s->buf || !s->easy || !s->multi)
-		goto out_free;
-	curl_easy_setopt(s->easy, CURLOPT_URL, url);
-	curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, stream_write);
-	curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
-	curl_easy_setopt(s->easy, CURLOPT_HEADERFUNCTION, stream_header);
-	curl_easy_setopt(s->easy, CURLOPT_HEADERDATA, s);
-	/* a stalled body fails after the timeout; a slow one does not */
-	engine_waiter_init(&s->wait, e, s->ctr, s);
-	set_stall_timeout(s->easy, &s->wait);
-	curl_multi_add_handle(s->multi, s->easy);
-	ret = pump(s, true);
-	if (ret < 0)
-		goto out_free;
-	if (!s->headers_done) {
-		engine_note_reach(e, s->result);
-		ret = s->result ? curl_errno(e, s->result) : -EIO;
-		snprintf(msg, msglen, "%s",
-			 s->result ? curl_easy_strerror(s->result)
-				   : "no reply");
-		goto out_free;
-	}
-	engine_note_reach(e, CURLE_OK);
-	if (s->status != 200) {
-		struct engine_reply r = {.status = s->status};
-
-		while (!s->done && pump(s, false) == 0)
-			;
-		r.body = s->errbody;
-		engine_reply_message(&r, msg, msglen);
-		ret = reason_errno(s->status, msg);
-		if (ret == 0)
-			ret = engine_status_errno(s->status);
-		if (ret == 0)
-			ret = -EIO;
-		goto out_free;
-	}
-	*out = s;
-	return 0;
-out_free:
-	engine_stream_free(s);
-	return ret;
-}
-
-ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
-{
-	int ret;
-
-	/* the time the consumer took since its last read is no stall of
-	 * the engine: a paused GET has moved nothing meanwhile */
-	s->wait.last = now_mono();
-	if (s->handed) {
-		s->len = 0;
-		s->handed = false;
-	}
-	if (s->paused) {
-		s->paused = false;
-		curl_easy_pause(s->easy, CURLPAUSE_CONT);
-	}
-	ret = pump(s, false);
-	if (ret < 0)
-		return ret;
-	if (s->len > 0) {
-		*buf = s->buf;
-		s->handed = true;
-		return (ssize_t)s->len;
-	}
-	if (s->result != CURLE_OK) {
-		log_dbg("engine: %s failed after %lld bytes: %s", s->what,
-			(long long)s->total, curl_easy_strerror(s->result));
-		engine_note_reach(s->e, s->result);
-		return curl_errno(s->e, s->result);
-	}
-	return 0;
-}
-
-off_t engine_stream_bytes(const struct engine_stream *s)
-{
-	return s->total;
-}
-
-void engine_stream_free(struct engine_stream *s)
-{
-	if (!s)
-		return;
-	log_dbg("engine: %s -> %ld, %lld bytes%s in %.1f ms", s->what,
-		s->status, (long long)s->total, s->done ? "" : " (aborted)",
-		(now_mono() - s->t0) * 1e3);
-	pthread_mutex_lock(&s->e->streams_lock);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		s->e->streams = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	pthread_mutex_unlock(&s->e->streams_lock);
-	if (s->multi && s->easy)
-		curl_multi_remove_handle(s->multi, s->easy);
-	if (s->done && s->result == CURLE_OK) {
-		/* the multi keeps the connection for the next stream */
-		if (s->multi)
-			s->multi = pool_give(s->e, &s->e->multi_pool, s->multi);
-		if (s->easy)
-			easy_put(s->e, s->easy);
-		s->easy = NULL;
-	}
-	if (s->multi)
-		curl_multi_cleanup(s->multi);
-	if (s->easy)
-		curl_easy_cleanup(s->easy);
-	if (s->buf)
-		buf_put(s->e, s->buf);
-	free(s);
-}
-
-/* The pieces of a PUT's body, copied into curl's upload buffer. */
-struct put_ctx {
-	engine_piece_fn fn;
-	void *ctx;
-	struct engine_piece p;
-	size_t done; /* of p */
-	bool end;
-	int err;
-};
-
-static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
-{
-	struct put_ctx *c = data;
-	size_t len = size * nmemb, n = 0;
-
-	while (n < len && !c->end) {
-		size_t k = c->p.len - c->done;
-		int ret;
-
-		if (k == 0) {
-			c->p = (struct engine_piece){.fd = -1};
-			c->done = 0;
-			ret = c->fn(c->ctx, &c->p);
-			if (ret < 0) {
-				c->err = ret;
-				return CURL_READFUNC_ABORT;
-			}
-			c->end = ret == 0;
-			continue;
-		}
-		if (k > len - n)
-			k = len - n;
-		if (c->p.buf) {
-			memcpy(buf + n, (const char *)c->p.buf + c->done, k);
-		} else {
-			ssize_t got = pread(c->p.fd, buf + n, k,
-					    c->p.off + (off_t)c->done);
-
-			if (got <= 0) { /* 0: the file shrank under us */
-				c->err = got < 0 ? -errno : -EIO;
-				return CURL_READFUNC_ABORT;
-			}
-			k = (size_t)got;
-		}
-		c->done += k;
-		n += k;
-	}
-	return n;
-}
-
-/* curl asks to send the body again from its start (it resends a request
- * whose reused connection closed before any reply): the pieces start over. */
-static int put_seek(void *data, curl_off_t offset, int origin)
-{
-	struct put_ctx *c = data;
-
-	if (offset != 0 || origin != SEEK_SET || c->err)
-		return CURL_SEEKFUNC_CANTSEEK;
-	c->fn(c->ctx, NULL);
-	c->p = (struct engine_piece){.fd = -1};
-	c->done = 0;
-	c->end = false;
-	return CURL_SEEKFUNC_OK;
-}
-
-int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
-		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
-		       size_t msglen)
-{
-	struct put_ctx p = {.fn = fn, .ctx = ctx};
-	struct engine_reply r = {0};
-	struct waiter w;
-	struct reply_ctx rc = {.r = &r};
-	struct curl_slist *hdrs = NULL;
-	char url[16384];
-	double t0 = now_mono();
-	CURLcode cc;
-	CURL *h;
-	int ret;
-
-	msg[0] = '\0';
-	ret = archive_url(e, ctr, dir, url, sizeof(url));
-	if (ret < 0)
-		return ret;
-	if (bulk >= ENGINE_RAW_PUT_MIN && !e->tls) {
-		ret = engine_put_raw(e, ctr, url + strlen(e->base), fn, ctx, &r,
-				     msg, msglen);
-		log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms, %lld bytes "
-			"of file data by sendfile",
-			ctr, dir, r.status, msg[0] ? msg : "ok",
-			(now_mono() - t0) * 1e3, (long long)bulk);
-		engine_reply_free(&r);
-		return ret;
-	}
-	h = engine_easy_get(e);
-	if (!h)
-		return -ENOMEM;
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
-	hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
-	hdrs = curl_slist_append(hdrs, "Expect:");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, (long)CURL_BUFSIZE);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_READFUNCTION, put_read);
-	curl_easy_setopt(h, CURLOPT_READDATA, &p);
-	curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, put_seek);
-	curl_easy_setopt(h, CURLOPT_SEEKDATA, &p);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &rc);
-	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
-	cc = curl_easy_perform(h);
-	engine_note_reach(e, cc);
-	if (p.err) {
-		ret = p.err;
-		snprintf(msg, msglen, "%s", strerror(-ret));
-	} else if (cc != CURLE_OK) {
-		ret = curl_errno(e, cc);
-		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
-	} else {
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
-		engine_reply_message(&r, msg, msglen);
-		ret = engine_reply_errno(r.status, msg);
-		if (ret == 0 && !p.end) { /* as engine_put_raw() says */
-			snprintf(msg, msglen,
-				 "the engine answered before the end of "
-				 "the body");
-			ret = -EIO;
-		}
-	}
-	log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms", ctr, dir, r.status,
-		msg[0] ? msg : "ok", (now_mono() - t0) * 1e3);
-	if (cc == CURLE_OK && p.end)
-		easy_put(e, h);
-	else
-		curl_easy_cleanup(h);
-	curl_slist_free_all(hdrs);
-	engine_reply_free(&r);
-	return ret;
 }
 
 /* Sends a JSON body with method POST; the reply as engine_request(). */
@@ -1242,19 +869,19 @@ int engine_post_json(struct engine *e, const char *ctr, const char *path,
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	engine_waiter_init(&w, e, ctr, NULL);
-	set_stall_timeout(h, &w);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, reply_write);
+	engine_waiter_setopt(h, &w);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, engine_reply_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
 	cc = curl_easy_perform(h);
 	engine_note_reach(e, cc);
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	else
-		ret = curl_errno(e, cc);
+		ret = engine_curl_errno(e, cc);
 	log_dbg("engine: POST %s -> %ld in %.1f ms", path, r->status,
 		(now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK)
-		easy_put(e, h);
+		engine_easy_put(e, h);
 	else
 		curl_easy_cleanup(h);
 	curl_slist_free_all(hdrs);

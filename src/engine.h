@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The HTTP client of the engine API (Docker Engine, or Podman's compatible
- * API), over a unix socket or TCP. The only file that includes curl.
+ * API), over a unix socket or TCP. Its files (engine*.c, engine_int.h) are
+ * the only ones that include curl.
  *
  * Simple calls (JSON, HEAD) are whole requests with a bounded reply. An
  * archive GET is a pull stream: the caller asks for the next block and the

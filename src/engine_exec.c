@@ -5,10 +5,8 @@
 #include "engine_int.h"
 #include "log.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
-#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,142 +217,9 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 	return ret;
 }
 
-struct engine_raw {
-	CURL *h;
-	curl_socket_t fd;
-	char *rest; /* stream bytes read with the reply's headers */
-	size_t restlen, restoff;
-};
-
-/* Waits up to ms for fd to be ready for events; 1, 0 on time out, -errno. */
-static int wait_fd(curl_socket_t fd, short events, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-	int n;
-
-	do
-		n = poll(&p, 1, ms);
-	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
-}
-
-ssize_t engine_raw_send(struct engine_raw *r, const void *buf, size_t len,
-			int ms)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		size_t n = 0;
-		CURLcode cc = curl_easy_send(r->h, (const char *)buf + done,
-					     len - done, &n);
-
-		if (cc == CURLE_AGAIN) {
-			int w = wait_fd(r->fd, POLLOUT, ms);
-
-			if (w <= 0)
-				return w < 0 ? w : -ETIMEDOUT;
-			continue;
-		}
-		if (cc != CURLE_OK)
-			return -EIO;
-		done += n;
-	}
-	return (ssize_t)done;
-}
-
-ssize_t engine_raw_recv(struct engine_raw *r, void *buf, size_t len, int ms)
-{
-	for (;;) {
-		size_t n = 0;
-		CURLcode cc;
-		int w;
-
-		if (r->restoff < r->restlen) {
-			n = r->restlen - r->restoff;
-			if (n > len)
-				n = len;
-			memcpy(buf, r->rest + r->restoff, n);
-			r->restoff += n;
-			return (ssize_t)n;
-		}
-		cc = curl_easy_recv(r->h, buf, len, &n);
-		if (cc == CURLE_OK)
-			return (ssize_t)n; /* 0: the engine closed it */
-		if (cc != CURLE_AGAIN)
-			return -EIO;
-		w = wait_fd(r->fd, POLLIN, ms);
-		if (w <= 0)
-			return w < 0 ? w : -ETIMEDOUT;
-	}
-}
-
-bool engine_raw_quiet(struct engine_raw *r)
-{
-	char c;
-	size_t n = 0;
-	CURLcode cc;
-
-	if (r->restoff < r->restlen)
-		return false;
-	if (wait_fd(r->fd, POLLIN, 0) == 0)
-		return true;
-	/* readable: the engine closed it (the process ended), or sent
-	 * something nobody asked for */
-	cc = curl_easy_recv(r->h, &c, 1, &n);
-	return cc == CURLE_AGAIN;
-}
-
-void engine_raw_free(struct engine_raw *r)
-{
-	if (!r)
-		return;
-	curl_easy_cleanup(r->h);
-	free(r->rest);
-	free(r);
-}
-
-int engine_raw_connect(struct engine *e, struct engine_raw **out, char *msg,
-		       size_t msglen)
-{
-	struct engine_raw *r = calloc(1, sizeof(*r));
-	char url[1024];
-	curl_socket_t fd;
-	CURLcode cc;
-
-	*out = NULL;
-	if (r)
-		r->h = engine_easy_get(e);
-	if (!r || !r->h) {
-		free(r);
-		snprintf(msg, msglen, "%s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	/* curl only opens it: the request and what follows are ours */
-	snprintf(url, sizeof(url), "%s/", engine_base(e));
-	curl_easy_setopt(r->h, CURLOPT_URL, url);
-	curl_easy_setopt(r->h, CURLOPT_CONNECT_ONLY, 1L);
-	cc = curl_easy_perform(r->h);
-	engine_note_reach(e, cc);
-	if (cc != CURLE_OK ||
-	    curl_easy_getinfo(r->h, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
-	    fd == CURL_SOCKET_BAD) {
-		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
-		engine_raw_free(r);
-		return -EIO;
-	}
-	r->fd = fd;
-	*out = r;
-	return 0;
-}
-
-int engine_raw_fd(const struct engine_raw *r)
-{
-	return r->fd;
-}
-
 /* Reads the reply to a hijacking request up to the end of its headers:
  * 0 when it switched to the raw stream (101, or 200 with the stream
- * after it), the bytes read past the headers kept in r->rest. */
+ * after it), the bytes read past the headers given back to r. */
 static int raw_reply(struct engine_raw *r, int ms, char *msg, size_t msglen)
 {
 	char buf[4096];
@@ -391,14 +256,7 @@ static int raw_reply(struct engine_raw *r, int ms, char *msg, size_t msglen)
 				       : -EIO;
 	}
 	end += 4;
-	r->restlen = len - (size_t)(end - buf);
-	if (r->restlen) {
-		r->rest = malloc(r->restlen);
-		if (!r->rest)
-			return -ENOMEM;
-		memcpy(r->rest, end, r->restlen);
-	}
-	return 0;
+	return engine_raw_unread(r, end, len - (size_t)(end - buf));
 }
 
 int engine_exec_attach(struct engine *e, const char *ctr,
