@@ -308,6 +308,13 @@ static void merge(struct cache *c, struct node *n,
 		drop_data(c, n);
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
+	/* a tar header's mtime has whole seconds: the same second from it,
+	 * same type and size, is the time a HEAD or our own commit gave to
+	 * the nanosecond; a time never changes unless the file did (vim
+	 * warns of a file changed since it was read otherwise) */
+	if (same_type && same_mtime && attr->st.st_mtim.tv_nsec == 0 &&
+	    old.st.st_mtim.tv_nsec != 0 && old.st.st_size == attr->st.st_size)
+		n->attr.st.st_mtim.tv_nsec = old.st.st_mtim.tv_nsec;
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;

@@ -5,6 +5,7 @@ saying so."""
 import errno
 import os
 import stat
+import time
 
 import pytest
 
@@ -232,3 +233,30 @@ def test_a_write_by_root_keeps_setuid(mount, container):
     run_tool("/usr/bin/python3", "-c", WRITER, p, "wronly")
     assert c.stat("/suid")["perm"] == 0o6777
     assert stat.S_IMODE(call_with_timeout(os.lstat, p).st_mode) == 0o6777
+
+
+def test_a_time_read_back_after_a_get_keeps_its_nanoseconds(mount, container):
+    """A file written through the mount has an mtime to the nanosecond (the
+    PUT's pax header). Reading it is a GET whose tar header has whole
+    seconds, and once the attributes' TTL passes a walk lists the directory
+    again (tar headers too): the mtime must not lose its nanoseconds, or
+    vim warns at every save that the file changed since it was read."""
+    c = container()
+    c.sh("mkdir /vt")
+    m = mount("-o", "attr_timeout=0.2")
+    p = m.p(c, "/vt/f")
+    with open(p, "wb") as f:
+        f.write(b"a\n")
+    first = os.stat(p).st_mtime_ns
+    assert first % 10**9 != 0, "a whole second: the test proves nothing"
+    for step in ("read", "stat", "list"):
+        if step == "read":
+            with open(p, "rb") as f:
+                assert f.read() == b"a\n"
+        if step == "list":
+            m.listdir(m.p(c, "/vt"))
+        time.sleep(0.5)  # past the TTL: the next stat asks again
+        assert os.stat(p).st_mtime_ns == first, step
+    inside = c.exec("stat", "-c", "%Y %y", "/vt/f").decode().split()
+    frac = inside[2].split(".")[1]
+    assert int(inside[0]) * 10**9 + int(frac.ljust(9, "0")[:9]) == first
