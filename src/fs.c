@@ -646,8 +646,9 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 		/* queued at this close, committed by write-back; a commit of
 		 * another file of the container that failed since the last
 		 * close said so is said here */
-		wfile_queue(w);
-		err = wfile_error(w);
+		err = wfile_queue(w);
+		if (err == 0)
+			err = wfile_error(w);
 		return err < 0 ? err : wfile_take_failure(w, false);
 	}
 	return wfile_commit(w);
@@ -1525,6 +1526,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	fs.writer = writer_new(e, fs.meta, fs.spool, fs.cfg.mem_spool);
 	if (!fs.writer)
 		goto out_teardown;
+	writer_set_journal(fs.writer, cfg->journal);
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);
 	if (!f) {

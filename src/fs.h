@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 struct engine;
+struct journal;
 
 /* The hidden file of the mount's root that holds write-back's status
  * (docs/design.md, Write-back), read by `ctrfs --status`. */
@@ -17,6 +18,7 @@ struct fs_config {
 	double idle_close;   /* seconds before an idle GET is closed */
 	double writeback; /* seconds a closed file waits (0: commit at close) */
 	long long mem_spool; /* bytes of written data kept in memory, in all */
+	struct journal *journal; /* write-back's journal (borrowed), or NULL */
 };
 
 /*

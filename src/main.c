@@ -5,6 +5,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "hostcfg.h"
+#include "journal.h"
 #include "log.h"
 
 #include <curl/curl.h>
@@ -34,6 +35,7 @@ struct options {
 	unsigned timeout;
 	double writeback;
 	int mem_spool; /* MiB; -1: the default */
+	char *spool;   /* write-back's journal directory, or NULL */
 };
 
 enum { KEY_ALLOW_OTHER, KEY_DISCARD };
@@ -49,6 +51,7 @@ static const struct fuse_opt ctrfs_opts[] = {
     OPT("timeout=%u", timeout),
     OPT("writeback=%lf", writeback),
     OPT("mem_spool=%d", mem_spool),
+    OPT("spool=%s", spool),
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
     /* fstab-only options */
     FUSE_OPT_KEY("_netdev", KEY_DISCARD),
@@ -115,6 +118,13 @@ static void usage(const char *prog)
 	    "(default: an\n"
 	    "                           eighth of the RAM, at most 1024; "
 	    "0: disk only)\n"
+	    "    -o spool=DIR           write-back's journal: files closed "
+	    "but not yet\n"
+	    "                           committed, kept for a restart after "
+	    "a crash\n"
+	    "                           (default: $TMPDIR/ctrfs-journal-UID,"
+	    " else\n"
+	    "                           /var/tmp/ctrfs-journal-UID)\n"
 	    "    -o allow_other         let other users in, with "
 	    "permission checks\n"
 	    "                           (default: only the user who "
@@ -239,6 +249,7 @@ int main(int argc, char *argv[])
 	struct fuse_cmdline_opts co;
 	struct fs_config cfg;
 	struct engine *e = NULL;
+	struct journal *jn = NULL;
 	struct hostcfg hc;
 	const char *host;
 	char msg[PATH_MAX + 512];
@@ -323,6 +334,22 @@ int main(int argc, char *argv[])
 				"reports every owner as 0:0, and ctrfs shows "
 				"what it reports\n");
 
+	/* files an earlier mount that died left pending go in (or to the
+	 * rescue directory) before anything new is written */
+	if (journal_open(o.spool, o.writeback > 0, host, &jn, msg,
+			 sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		ret = 2;
+		goto out_engine;
+	}
+	if (jn)
+		journal_replay(jn, e);
+	if (jn && o.writeback > 0 && journal_start(jn, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		ret = 2;
+		goto out_journal;
+	}
+
 	fuse_opt_add_arg(&args, "-osubtype=ctrfs,fsname=ctrfs");
 	if (o.allow_other)
 		fuse_opt_add_arg(&args, "-odefault_permissions");
@@ -330,10 +357,13 @@ int main(int argc, char *argv[])
 	cfg.attr_timeout = o.attr_timeout;
 	cfg.idle_close = 2.0;
 	cfg.writeback = o.writeback;
+	cfg.journal = o.writeback > 0 ? jn : NULL;
 	cfg.mem_spool = o.mem_spool >= 0 ? (long long)o.mem_spool << 20
 					 : default_mem_spool();
 	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
 		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
+out_journal:
+	journal_free(jn);
 out_engine:
 	engine_free(e);
 out_curl:
@@ -343,6 +373,7 @@ out_cmdline:
 out_args:
 	fuse_opt_free_args(&args);
 	free(o.host);
+	free(o.spool);
 	free(o.pos[0]);
 	free(o.pos[1]);
 	return ret;

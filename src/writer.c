@@ -3,6 +3,8 @@
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "journal.h"
+#include "jrecord.h"
 #include "log.h"
 #include "pathmap.h"
 #include "meta.h"
@@ -53,6 +55,8 @@ struct wfile {
 	bool stay_in_mem;    /* moving it to disk failed: it stays */
 	nlink_t links;	     /* names the container's file had at the open */
 	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
+	struct jentry *jent; /* write-back: its journal entry, or NULL */
+	bool jkeep; /* the journal holds the only copy of its data: keep it */
 	struct wfile *next;
 };
 
@@ -109,6 +113,7 @@ struct writer {
 	atomic_llong mem_used; /* what the files in it reserved */
 	struct wbstatus
 	    *status; /* write-back failures, for fsync and --status */
+	struct journal *journal; /* pending files outlive the daemon, or NULL */
 };
 
 struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
@@ -213,6 +218,8 @@ static void unlist_locked(struct writer *w, struct wfile *f)
 /* A wfile nobody references any more, or never listed. */
 static void wfile_free(struct wfile *f)
 {
+	if (f->jent)
+		journal_release(f->w->journal, &f->jent, f->jkeep);
 	if (f->in_mem)
 		atomic_fetch_sub(&f->w->mem_used, f->mem_bytes);
 	if (f->fd >= 0)
@@ -322,6 +329,47 @@ static void mark_dirty(struct wfile *f)
 	f->dirty = true;
 	f->failed = false; /* the next close tries it, whatever the last did */
 	atomic_store(&f->attempts, 0); /* new content: tried anew */
+}
+
+/* f->lock held: writes f's journal entry (its data and what it is to
+ * become), so that a daemon that dies before the commit leaves it for the
+ * next start. 0 or -errno. */
+static int journal_locked(struct wfile *f)
+{
+	struct jrecord *r;
+	int ret;
+
+	if (!f->w->journal)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	snprintf(r->ctr_id, sizeof(r->ctr_id), "%s", f->ctr.id);
+	snprintf(r->ctr_name, sizeof(r->ctr_name), "%s", f->ctr.name);
+	snprintf(r->path, sizeof(r->path), "%s", f->path);
+	r->mode = f->st.st_mode & 07777;
+	r->uid = f->st.st_uid;
+	r->gid = f->st.st_gid;
+	r->mtime = f->st.st_mtim;
+	ret = journal_put(f->w->journal, &f->jent, f->fd, r);
+	free(r);
+	return ret;
+}
+
+/* f->lock held, after a change of f's header or name: a record of it
+ * (a pending file) says so too. */
+static void rejournal_locked(struct wfile *f)
+{
+	int ret;
+
+	if (!journal_recorded(f->jent) || f->unlinked || f->error)
+		return;
+	ret = journal_locked(f);
+	if (ret < 0)
+		log_err("cannot update the journal entry of '%s' in container "
+			"'%s': %s; a restart after a crash would commit it as "
+			"it was at its close",
+			f->path, f->ctr.name, strerror(-ret));
 }
 
 static void touch_mtime(struct wfile *f)
@@ -459,6 +507,7 @@ int wfile_truncate(struct wfile *f, off_t size)
 			atomic_fetch_sub(&f->w->mem_used, f->mem_bytes - size);
 			f->mem_bytes = size;
 		}
+		rejournal_locked(f);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return ret;
@@ -469,6 +518,7 @@ void wfile_chmod(struct wfile *f, mode_t mode)
 	pthread_mutex_lock(&f->lock);
 	f->st.st_mode = (f->st.st_mode & S_IFMT) | (mode & 07777);
 	mark_dirty(f);
+	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -480,6 +530,7 @@ void wfile_chown(struct wfile *f, uid_t uid, gid_t gid)
 	if (gid != (gid_t)-1)
 		f->st.st_gid = gid;
 	mark_dirty(f);
+	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -489,6 +540,7 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime)
 	f->st.st_mtim = *mtime;
 	f->mtime_set = true;
 	mark_dirty(f);
+	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -558,8 +610,12 @@ int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
 		if (t)
 			t->unlinked = true;
 		pthread_mutex_unlock(&w->lock);
-		if (t)
+		if (t) {
 			t->dirty = false;
+			journal_drop(w->journal, t->jent);
+		}
+		if (f)
+			rejournal_locked(f);
 	}
 	unlock_two(f, t);
 	free(p);
@@ -590,16 +646,28 @@ static bool queue_locked(struct writer *w, struct wfile *f, bool dirty)
 	return true;
 }
 
-void wfile_queue(struct wfile *f)
+int wfile_queue(struct wfile *f)
 {
-	bool dirty;
+	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
-	dirty = f->dirty;
-	pthread_mutex_lock(&f->w->lock);
-	queue_locked(f->w, f, dirty);
-	pthread_mutex_unlock(&f->w->lock);
+	/* in the journal before the close returns */
+	if (f->dirty && !f->error && !f->unlinked)
+		ret = journal_locked(f);
+	if (ret == 0) {
+		pthread_mutex_lock(&f->w->lock);
+		queue_locked(f->w, f, f->dirty);
+		pthread_mutex_unlock(&f->w->lock);
+	}
 	pthread_mutex_unlock(&f->lock);
+	if (ret < 0) {
+		/* it would not outlive the daemon: the close waits for it */
+		log_err("cannot keep '%s' in container '%s' in the journal: "
+			"%s; committing it at once",
+			f->path, f->ctr.name, strerror(-ret));
+		ret = wfile_commit(f);
+	}
+	return ret;
 }
 
 int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
@@ -616,6 +684,7 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 		f->unlinked = true;
 		pthread_mutex_unlock(&f->w->lock);
 		f->dirty = false;
+		journal_drop(f->w->journal, f->jent);
 	}
 	pthread_mutex_unlock(&f->lock);
 	return ret;
@@ -678,8 +747,10 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 			sizeof(p)) {
 			char *np = strdup(p);
 
-			if (np)
+			if (np) {
 				set_path_locked(f, np);
+				rejournal_locked(f);
+			}
 		}
 		pthread_mutex_unlock(&f->lock);
 		wfile_put(f);
@@ -920,6 +991,7 @@ static void landed(struct wfile *f, long t0)
 
 	f->dirty = false;
 	f->in_container = true;
+	journal_drop(f->w->journal, f->jent);
 	atomic_store(&f->attempts, 0);
 	atomic_store(&f->last_err, 0);
 	if (f->links > 1) {
@@ -978,16 +1050,26 @@ static void rescue_locked(struct wfile *f)
 			 strerror(err < 0 ? -err : EIO),
 			 ret == 0 ? where : NULL);
 
-	if (ret == 0)
+	if (ret == 0) {
 		log_err("gave up writing '%s' in container '%s' after %d "
 			"%s: its data is kept in %s",
 			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
 			where);
-	else
+		journal_drop(f->w->journal, f->jent);
+	} else if (journal_recorded(f->jent)) {
+		/* the next start tries it again */
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"%s: cannot keep a copy in %s: %s; its data stays in "
+			"the journal (%s)",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where, strerror(-ret), journal_path(f->w->journal));
+		f->jkeep = true;
+	} else {
 		log_err("gave up writing '%s' in container '%s' after %d "
 			"%s: its data is lost (cannot keep a copy in %s: %s)",
 			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
 			where, strerror(-ret));
+	}
 	f->dirty = false;
 }
 
@@ -1296,6 +1378,11 @@ int writer_set_writeback(struct writer *w, double delay)
 	w->flusher_started = true;
 	pthread_mutex_unlock(&w->lock);
 	return 0;
+}
+
+void writer_set_journal(struct writer *w, struct journal *j)
+{
+	w->journal = j;
 }
 
 bool writer_writeback(const struct writer *w)

@@ -19,6 +19,7 @@
 
 struct ctr;
 struct engine;
+struct journal;
 struct meta;
 struct spool;
 struct tar_entry;
@@ -44,6 +45,11 @@ void writer_free(struct writer *w);
  * minutes) and logged. fsync still commits at once.
  */
 int writer_set_writeback(struct writer *w, double delay);
+
+/* Write-back: each file closed before its commit gets an entry in j
+ * (journal.h), which the commit, or the rescue copy, removes. j is
+ * borrowed, and outlives the writer. */
+void writer_set_journal(struct writer *w, struct journal *j);
 bool writer_writeback(const struct writer *w);
 
 /* Write-back: commits the files of container ctr_id pending below directory
@@ -110,8 +116,9 @@ int wfile_error(struct wfile *f);
 /* Write-back: a close of a handle that wrote f queues it now, not at the
  * release that the kernel sends later and on its own: a look at or a
  * change of its directory right after the close (cp -a's utimens) finds
- * it queued, and waits for it. */
-void wfile_queue(struct wfile *f);
+ * it queued, and waits for it. Its journal entry is written first; when
+ * that fails it is committed at once. 0, or that commit's -errno. */
+int wfile_queue(struct wfile *f);
 
 /* Folded metadata changes; each marks the file changed. */
 int wfile_truncate(struct wfile *f, off_t size);

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * jrecord: a journal record reads back as written, with every byte of its
+ * names; one cut short, changed or not ours is refused.
+ */
+#include "jrecord.h"
+
+#include "check.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static void sample(struct jrecord *r)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->engine, sizeof(r->engine), "unix:///run/docker.sock");
+	snprintf(
+	    r->ctr_id, sizeof(r->ctr_id), "%s",
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+	    "ef");
+	snprintf(r->ctr_name, sizeof(r->ctr_name), "web");
+	/* spaces, a newline, '%', UTF-8 and a tab in the path */
+	snprintf(r->path, sizeof(r->path), "/srv/a b\n%%c/\xc3\xa9\tz");
+	snprintf(r->data, sizeof(r->data), "e3.7.data");
+	r->seq = 7;
+	r->mode = 04755;
+	r->uid = 1000;
+	r->gid = 4294967294u;
+	r->mtime.tv_sec = 1700000000;
+	r->mtime.tv_nsec = 123456789;
+	r->size = 1LL << 40;
+}
+
+static void test_round_trip(void)
+{
+	struct jrecord r, back;
+	char *buf = malloc(JRECORD_MAX);
+	ssize_t n;
+
+	sample(&r);
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK(n > 0);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK_STR(back.engine, r.engine);
+	CHECK_STR(back.ctr_id, r.ctr_id);
+	CHECK_STR(back.ctr_name, r.ctr_name);
+	CHECK_STR(back.path, r.path);
+	CHECK_STR(back.data, r.data);
+	CHECK_INT(back.seq, 7);
+	CHECK_INT(back.mode, 04755);
+	CHECK_INT(back.uid, 1000);
+	CHECK_INT(back.gid, 4294967294u);
+	CHECK_INT(back.mtime.tv_sec, 1700000000);
+	CHECK_INT(back.mtime.tv_nsec, 123456789);
+	CHECK_INT(back.size, 1LL << 40);
+	/* one line per field: nothing of the path breaks a line */
+	CHECK(memchr(buf, '\t', (size_t)n) == NULL);
+	free(buf);
+}
+
+/* Whatever its checksum's digits (hex letters first, say). */
+static void test_every_checksum_reads_back(void)
+{
+	struct jrecord r, back;
+	char *buf = malloc(JRECORD_MAX);
+
+	sample(&r);
+	for (unsigned long long seq = 0; seq < 200; seq++) {
+		ssize_t n;
+
+		r.seq = seq;
+		n = jrecord_encode(&r, buf, JRECORD_MAX);
+		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+		CHECK_INT(back.seq, seq);
+	}
+	free(buf);
+}
+
+static void test_cut_or_changed_is_refused(void)
+{
+	struct jrecord r, back;
+	char *buf = malloc(JRECORD_MAX);
+	ssize_t n;
+
+	sample(&r);
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	/* every shorter prefix, as a crash mid-write leaves it */
+	for (ssize_t len = 0; len < n; len++)
+		CHECK_INT(jrecord_decode(buf, (size_t)len, &back), -EBADMSG);
+	/* one byte changed anywhere */
+	for (ssize_t i = 0; i < n; i++) {
+		buf[i] ^= 0x01;
+		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+		buf[i] ^= 0x01;
+	}
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	/* garbage, and a record with more after it */
+	CHECK_INT(jrecord_decode("hello\n", 6, &back), -EBADMSG);
+	buf[n] = 'x';
+	CHECK_INT(jrecord_decode(buf, (size_t)n + 1, &back), -EBADMSG);
+	free(buf);
+}
+
+static void test_unusable_fields_are_refused(void)
+{
+	struct jrecord r, back;
+	char buf[JRECORD_MAX];
+	ssize_t n;
+
+	sample(&r);
+	snprintf(r.path, sizeof(r.path), "relative");
+	n = jrecord_encode(&r, buf, sizeof(buf));
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+	sample(&r);
+	snprintf(r.data, sizeof(r.data), "../x");
+	n = jrecord_encode(&r, buf, sizeof(buf));
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+	sample(&r);
+	CHECK_INT(jrecord_encode(&r, buf, 100), -ENAMETOOLONG);
+}
+
+static void test_crc32c(void)
+{
+	/* the standard check value of CRC-32C */
+	CHECK_INT(jrecord_crc32c(0, "123456789", 9), 0xe3069283);
+	CHECK_INT(jrecord_crc32c(jrecord_crc32c(0, "1234", 4), "56789", 5),
+		  0xe3069283);
+}
+
+int main(void)
+{
+	test_round_trip();
+	test_every_checksum_reads_back();
+	test_cut_or_changed_is_refused();
+	test_unusable_fields_are_refused();
+	test_crc32c();
+	return check_report();
+}
