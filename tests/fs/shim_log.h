@@ -24,11 +24,11 @@ static void shim_log(const char *what)
 	char line[256];
 
 	if (path && *path) {
-		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0644);
+		fd =
+		    open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 		if (fd >= 0) {
-			snprintf(line, sizeof(line), "%ld %s\n",
-				 (long)getpid(), what);
+			snprintf(line, sizeof(line), "%ld %s\n", (long)getpid(),
+				 what);
 			if (write(fd, line, strlen(line)) < 0) {
 				/* nothing to do: the test finds no line */
 			}
