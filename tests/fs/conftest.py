@@ -776,16 +776,32 @@ def pytest_runtest_makereport(item, call):
 def shim_env(workdir, source):
     """The daemon's environment with tests/fs/SOURCE (a C file) compiled
     into workdir and preloaded: a shim that changes what ctrfs sees of its
-    host (time(), sendfile())."""
-    lib = os.path.join(str(workdir), os.path.splitext(source)[0] + ".so")
+    host (time(), sendfile()). The shim logs to env["CTRFS_SHIM_LOG"]
+    (shim_log.h); see shim_lines()."""
+    stem = os.path.splitext(source)[0]
+    lib = os.path.join(str(workdir), stem + ".so")
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), source)
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", lib, src], check=True)
     env = dict(os.environ)
     env.pop("DOCKER_HOST", None)
     env["LD_PRELOAD"] = lib
+    env["CTRFS_SHIM_LOG"] = os.path.join(str(workdir), stem + ".log")
     # a sanitizer runtime wants to be first; the shim only wraps one call
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
     return env
+
+
+def shim_lines(env, pid):
+    """What the shim preloaded by shim_env() logged in process `pid` (the
+    daemon): e.g. "sendfile interposed" at load (the process's sendfile()
+    is the shim's), "sendfile called" at its first call. Empty when the
+    shim was not loaded."""
+    try:
+        with open(env["CTRFS_SHIM_LOG"]) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [line.split(" ", 1)[1] for line in lines if line.split(" ", 1)[0] == str(pid)]
 
 
 def run_tool(*argv, timeout=120, check=True, cwd=None):

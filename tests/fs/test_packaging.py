@@ -2,12 +2,19 @@
 """Packaging: the Debian package and `meson install`.
 
 The .deb is built once per module with packaging/build-deb (or taken from
-$CTRFS_DEB_DIR when CI has built it already), then each test installs it,
-checks what it installed or mounts through mount(8) as a user would, and
-removes it again. CTRFS_SKIP_PACKAGING=1 skips the package tests.
+$CTRFS_DEB_DIR when CI has built it already). It is never installed on the
+machine: `dpkg -x` unpacks it into a throwaway root, which read-only
+overlays lay over the host's /usr in a private mount namespace (PackageRoot);
+commands run there (nsenter) see the package as installed: /usr/bin/ctrfs,
+the man page, the unit, the mount helper, and mount(8) as a user would run
+it. apt-get resolves its dependencies only in a simulation. Where a ctrfs
+package is installed on the machine these tests are skipped (they could not
+tell its files from the unpacked ones, and must not touch it).
+CTRFS_SKIP_PACKAGING=1 skips the package tests.
 """
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -94,17 +101,85 @@ def deb(base_dir):
     return debs[0]
 
 
-def purge():
-    if package_status() != "not-installed":
-        run("dpkg", "--purge", "ctrfs", env=apt_env(), check=False)
+def host_has_no_ctrfs():
+    """Skip when a ctrfs package is on the machine (dpkg -s ctrfs): its files
+    would stand beside the unpacked package's, and it is not ours to touch."""
+    status = package_status()
+    if status != "not-installed":
+        pytest.skip(f"a ctrfs package is installed on this machine (dpkg -s ctrfs: {status}): "
+                    "the package tests leave it alone and are skipped")
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+class PackageRoot:
+    """The .deb unpacked into a throwaway root and laid, with read-only
+    overlays, over the host's directories in a private mount namespace,
+    held open by a sleeping process. run() runs a command in it; path()
+    reaches a path as that namespace sees it. The host's own file system
+    and package database are never written."""
+
+    def __init__(self, deb, workdir):
+        self.root = os.path.join(workdir, "root")
+        os.mkdir(self.root)
+        run("dpkg", "-x", deb, self.root)
+        # dpkg -x makes /sbin and /lib directories; on a merged-/usr host
+        # (/sbin -> usr/sbin) dpkg would have written through those links
+        for top in sorted(os.listdir(self.root)):
+            real = os.path.realpath("/" + top)
+            if real != "/" + top:
+                shutil.copytree(os.path.join(self.root, top), self.root + real,
+                                symlinks=True, dirs_exist_ok=True)
+                shutil.rmtree(os.path.join(self.root, top))
+        self.binary = os.path.join(self.root, "usr", "bin", "ctrfs")
+        script = "set -e\n"
+        for top in sorted(os.listdir(self.root)):
+            lower = os.path.join(self.root, top)
+            script += f"mount -t overlay overlay -o 'lowerdir={lower}:/{top}' '/{top}'\n"
+        script += "echo ready\nexec sleep infinity\n"
+        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
+                                      "sh", "-c", script], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        if line != b"ready\n":
+            self.proc.wait(10)
+            raise AssertionError(f"no namespace with the package: {self.proc.stderr.read().decode()}")
+        self.pid = self.proc.pid
+
+    def run(self, *argv, **kw):
+        return run("nsenter", "-t", self.pid, "-m", "--", *argv, **kw)
+
+    def path(self, path):
+        return f"/proc/{self.pid}/root{path}"
+
+    def mount_types(self, mnt):
+        with open(f"/proc/{self.pid}/mounts") as f:
+            return [line.split()[2] for line in f if line.split()[1] == mnt]
+
+    def mount_options(self, mnt):
+        with open(f"/proc/{self.pid}/mounts") as f:
+            return [line.split()[3] for line in f if line.split()[1] == mnt]
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
 
 
 @pytest.fixture
-def installed(deb):
-    """The package installed (dpkg -i: apt-get takes seconds more); purged afterwards."""
-    run("dpkg", "-i", deb, env=apt_env())
-    yield deb
-    purge()
+def installed(deb, tmp_path):
+    """The package as if installed, in a private mount namespace (PackageRoot)."""
+    host_has_no_ctrfs()
+    r = PackageRoot(deb, str(tmp_path))
+    yield r
+    r.close()
 
 
 def ctrfs_pids(mnt):
@@ -132,14 +207,14 @@ def alive(pid):
 
 
 @pytest.fixture
-def mnt_dir(mount_root):
-    """An empty mount point; whatever is left mounted on it is torn down."""
+def mnt_dir(mount_root, installed):
+    """An empty mount point; whatever is left mounted on it in the
+    package's namespace is torn down."""
     d = tempfile.mkdtemp(prefix="pkg.", dir=mount_root)
     os.chmod(d, 0o755)
     yield d
-    if os.path.ismount(d):
-        subprocess.run(["fusermount3", "-u", "-z", d], check=False,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if installed.mount_types(d):
+        installed.run("fusermount3", "-u", "-z", d, check=False)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = ctrfs_pids(d)
         for pid in pids:
@@ -149,18 +224,21 @@ def mnt_dir(mount_root):
     os.rmdir(d)
 
 
-def check_mounted_and_unmount(mnt, container):
-    """The mount shows the container, is served by /usr/bin/ctrfs, and unmounts cleanly."""
-    with open("/proc/self/mounts") as f:
-        types = [line.split()[2] for line in f if line.split()[1] == mnt]
+def check_mounted_and_unmount(pkg, mnt, container):
+    """The mount shows the container, is served by the package's
+    /usr/bin/ctrfs, and unmounts cleanly (all in the package's namespace)."""
+    types = pkg.mount_types(mnt)
     assert types == ["fuse.ctrfs"], f"/proc/mounts has {types} on {mnt}"
-    names = wait_for(lambda: container.name in os.listdir(mnt) and os.listdir(mnt), timeout=10)
-    assert names, f"{container.name} not in {mnt}: {os.listdir(mnt)}"
+    names = wait_for(lambda: container.name in os.listdir(pkg.path(mnt)) and os.listdir(pkg.path(mnt)),
+                     timeout=10)
+    assert names, f"{container.name} not in {mnt}: {os.listdir(pkg.path(mnt))}"
     pids = ctrfs_pids(mnt)
     assert len(pids) == 1, f"want one ctrfs daemon for {mnt}, found {pids}"
-    assert os.readlink(f"/proc/{pids[0]}/exe") == "/usr/bin/ctrfs"
-    run("umount", mnt, timeout=60)
-    assert not os.path.ismount(mnt)
+    exe = pkg.run("readlink", f"/proc/{pids[0]}/exe").stdout.decode().strip()
+    assert exe == "/usr/bin/ctrfs"
+    assert sha256_of(f"/proc/{pids[0]}/exe") == sha256_of(pkg.binary), "not the packaged binary"
+    pkg.run("umount", mnt, timeout=60)
+    assert not pkg.mount_types(mnt)
     assert wait_for(lambda: not alive(pids[0]), timeout=10), \
         f"ctrfs {pids[0]} still runs 10 s after umount"
 
@@ -189,22 +267,24 @@ def test_deb_metadata_and_contents(deb):
 
 
 def test_deb_installs_binary_man_page_unit_and_helper(installed):
-    r = run("/usr/bin/ctrfs", "--version")
+    pkg = installed
+    assert not os.path.lexists("/usr/bin/ctrfs"), "the host has a /usr/bin/ctrfs of no package"
+    r = pkg.run("/usr/bin/ctrfs", "--version")
     assert r.stdout.decode().startswith("ctrfs "), r.stdout
     if shutil.which("man", path=SYSTEM_PATH):
-        r = run("man", "-w", "ctrfs", env=apt_env())
+        r = pkg.run("man", "-w", "ctrfs", env=apt_env())
         assert r.stdout.decode().strip() == "/usr/share/man/man1/ctrfs.1.gz"
     else:
-        assert os.path.isfile("/usr/share/man/man1/ctrfs.1.gz")
+        assert os.path.isfile(pkg.path("/usr/share/man/man1/ctrfs.1.gz"))
     unit = os.path.join(unit_dir(), UNIT)
-    assert os.path.isfile(unit)
+    assert os.path.isfile(pkg.path(unit))
     helper = "/sbin/" + HELPER
-    assert os.readlink(helper) == "mount.fuse3"
-    assert os.path.isfile(helper), f"{helper} -> mount.fuse3 is dangling"
+    assert os.readlink(pkg.path(helper)) == "mount.fuse3"
+    assert os.path.isfile(pkg.path(helper)), f"{helper} -> mount.fuse3 is dangling"
     analyze = shutil.which("systemd-analyze", path=SYSTEM_PATH)
     if analyze:
         # Also checks that Documentation=man:ctrfs(1) resolves.
-        r = run(analyze, "verify", unit, check=False, env=apt_env())
+        r = pkg.run(analyze, "verify", unit, check=False, env=apt_env())
         out = r.stdout.decode(errors="replace")
         ours = [line for line in out.splitlines() if UNIT in line or "ctrfs" in line]
         assert r.returncode == 0 and not ours, out
@@ -212,10 +292,10 @@ def test_deb_installs_binary_man_page_unit_and_helper(installed):
 
 def test_mount_t_fuse_ctrfs_with_engine_url(installed, engine, container, mnt_dir):
     c = container()
-    r = run("mount", "-t", "fuse.ctrfs", engine.url, mnt_dir, check=False, timeout=60,
-            env=engine_free_env())
+    r = installed.run("mount", "-t", "fuse.ctrfs", engine.url, mnt_dir, check=False, timeout=60,
+                      env=engine_free_env())
     assert r.returncode == 0, f"mount exited {r.returncode}: {r.stdout.decode(errors='replace')}"
-    check_mounted_and_unmount(mnt_dir, c)
+    check_mounted_and_unmount(installed, mnt_dir, c)
 
 
 def test_fstab_line_mounts(installed, engine, container, mnt_dir, tmp_path):
@@ -224,38 +304,91 @@ def test_fstab_line_mounts(installed, engine, container, mnt_dir, tmp_path):
     c = container()
     fstab = tmp_path / "fstab"
     fstab.write_text(f"docker {mnt_dir} fuse.ctrfs _netdev,allow_other 0 0\n")
-    r = run("mount", "-T", fstab, mnt_dir, check=False, timeout=60,
-            env=engine_free_env(DOCKER_HOST=engine.url))
+    r = installed.run("mount", "-T", fstab, mnt_dir, check=False, timeout=60,
+                      env=engine_free_env(DOCKER_HOST=engine.url))
     assert r.returncode == 0, f"mount exited {r.returncode}: {r.stdout.decode(errors='replace')}"
-    with open("/proc/self/mounts") as f:
-        opts = [line.split()[3] for line in f if line.split()[1] == mnt_dir]
+    opts = installed.mount_options(mnt_dir)
     assert opts and "allow_other" in opts[0].split(","), opts
-    check_mounted_and_unmount(mnt_dir, c)
+    check_mounted_and_unmount(installed, mnt_dir, c)
 
 
 def test_mount_without_engine_fails_with_status_2(installed, mnt_dir):
-    r = run("mount", "-t", "fuse.ctrfs", "unix:///nonexistent/docker.sock", mnt_dir,
-            check=False, timeout=60, env=engine_free_env())
+    r = installed.run("mount", "-t", "fuse.ctrfs", "unix:///nonexistent/docker.sock", mnt_dir,
+                      check=False, timeout=60, env=engine_free_env())
     assert r.returncode == 2, (r.returncode, r.stdout)
     assert "cannot connect to engine" in r.stdout.decode(errors="replace")
-    assert not os.path.ismount(mnt_dir)
+    assert not installed.mount_types(mnt_dir)
 
 
-def test_apt_get_install_and_remove(deb):
-    # apt-get resolves the dependencies (fuse3 and the shared libraries).
-    try:
-        run("apt-get", "install", "-y", "-q", "--no-install-recommends", deb, env=apt_env())
-        assert package_status() == "install ok installed"
-        assert os.access("/usr/bin/ctrfs", os.X_OK)
-        run("apt-get", "remove", "-y", "-q", "ctrfs", env=apt_env())
-    finally:
-        if package_status() == "install ok installed":
-            purge()
+class ScratchRoot:
+    """A copy-on-write view of the host's root file system (an overlay with
+    its upper layer on a tmpfs) in a private mount namespace, held open by a
+    sleeping process: run() runs a command chrooted into it. apt-get and
+    dpkg write only to the tmpfs, which goes with the namespace."""
+
+    def __init__(self, workdir):
+        d = os.path.join(workdir, "scratch")
+        os.mkdir(d)
+        self.merged = os.path.join(d, "merged")
+        script = f"""set -e
+mount -t tmpfs tmpfs '{d}'
+mkdir '{d}/upper' '{d}/work' '{self.merged}'
+mount -t overlay overlay -o 'lowerdir=/,upperdir={d}/upper,workdir={d}/work' '{self.merged}'
+mount -t proc proc '{self.merged}/proc'
+mount --rbind /dev '{self.merged}/dev'
+echo ready
+exec sleep infinity
+"""
+        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
+                                      "sh", "-c", script], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if self.proc.stdout.readline() != b"ready\n":
+            self.proc.wait(10)
+            raise AssertionError(f"no scratch root: {self.proc.stderr.read().decode()}")
+
+    def run(self, *argv, **kw):
+        return run("nsenter", "-t", self.proc.pid, "-m", "--", "chroot", self.merged, *argv, **kw)
+
+    def path(self, path):
+        return f"/proc/{self.proc.pid}/root{self.merged}{path}"
+
+    def package_status(self):
+        r = self.run("dpkg-query", "-W", "-f=${Status}", "ctrfs", check=False)
+        return r.stdout.decode().strip() if r.returncode == 0 else "not-installed"
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def scratch_root(tmp_path):
+    host_has_no_ctrfs()
+    r = ScratchRoot(str(tmp_path))
+    yield r
+    r.close()
+
+
+def test_apt_get_install_and_remove(deb, scratch_root):
+    """apt-get resolves the dependencies (fuse3 and the shared libraries),
+    the maintainer scripts run, and remove and purge leave nothing: in a
+    copy-on-write root, never on the machine."""
+    root = scratch_root
+    shutil.copy(deb, root.path("/root/"))
+    inside = "/root/" + os.path.basename(deb)
+    root.run("apt-get", "install", "-y", "-q", "--no-install-recommends", inside, env=apt_env())
+    assert root.package_status() == "install ok installed"
+    assert os.access(root.path("/usr/bin/ctrfs"), os.X_OK)
+    assert package_status() == "not-installed", "the install reached the machine"
+    assert not os.path.lexists("/usr/bin/ctrfs"), "the install reached the machine"
+    root.run("apt-get", "remove", "-y", "-q", "ctrfs", env=apt_env())
     for path in ("/usr/bin/ctrfs", "/sbin/" + HELPER, os.path.join(unit_dir(), UNIT),
                  "/usr/share/man/man1/ctrfs.1.gz"):
-        assert not os.path.lexists(path), f"{path} is left after apt-get remove"
-    run("dpkg", "--purge", "ctrfs", env=apt_env())
-    assert package_status() == "not-installed"
+        assert not os.path.lexists(root.path(path)), f"{path} is left after apt-get remove"
+    root.run("dpkg", "--purge", "ctrfs", env=apt_env())
+    assert root.package_status() == "not-installed"
 
 
 # --------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (MIB, call_with_timeout, compare_stat, host_tree, read_file, run_tool,
-                      sha256_file, shim_env, tar_tree, tree_diff, wait_for)
+                      sha256_file, shim_env, shim_lines, tar_tree, tree_diff, wait_for)
 
 SIZES = [0, 1, 511, 512, 513, MIB - 1, MIB, MIB + 1]
 
@@ -367,12 +367,16 @@ def test_a_spool_that_cannot_be_spliced_from_still_lands(mount, container, tmp_p
     """A PUT of 1 MiB of file data or more sends the spool with sendfile();
     where the kernel refuses that (EINVAL: a filesystem it cannot splice
     from; here sendfile() is made to fail, preloaded from no_sendfile.c)
-    the data goes through a buffer instead, byte for byte."""
+    the data goes through a buffer instead, byte for byte. The shim logs
+    that the daemon's sendfile() is its own and that the PUT called it:
+    without the shim this test fails."""
     env = shim_env(tmp_path, "no_sendfile.c")
     c = container()
     c.sh("mkdir /ns")
     m = mount("-d", env=env)
+    assert shim_lines(env, m.pid) == ["sendfile interposed"]
     data = os.urandom(3 * MIB + 7)
     write_file(m.p(c, "/ns/f"), data)
     assert "bytes of file data by sendfile" in m.log_text()
+    assert shim_lines(env, m.pid) == ["sendfile interposed", "sendfile called"]
     assert c.cp_out("/ns/f") == data

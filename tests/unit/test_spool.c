@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * spool: the copy that keeps data write-back could not land
- * (spool_rescue) and the whole-file copy under it (spool_copy).
+ * (spool_rescue) and the whole-file copy under it (spool_copy, also of
+ * each size around a sector and a MiB, from disk and from tmpfs).
  */
 #include "spool.h"
 
@@ -144,6 +145,69 @@ static void test_rescue_name_taken_by_a_file(struct spool *s)
 	close(fd);
 }
 
+/* Fills fd with n bytes of a pattern that differs at every offset of a
+ * sector (seeded, so that source and copy are told apart from a stale
+ * block), leaving its offset at the end. */
+static void fill(int fd, unsigned char *buf, size_t n, unsigned seed)
+{
+	size_t done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (unsigned char)((i * 131u + seed * 7u + (i >> 9)) ^
+					 (i >> 17));
+	while (done < n) {
+		ssize_t w = write(fd, buf + done, n - done);
+
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	CHECK_INT(done, n);
+}
+
+/* spool_copy() of each size, from a file whose offset is at its end (as
+ * the spool leaves it after writing) to a fresh one: the copy is the
+ * source byte for byte, and the source's offset is not moved. */
+static void test_copy_sizes(struct spool *s, int mem)
+{
+	static const size_t sizes[] = {
+	    0, 1, 511, 512, 513, (1 << 20) - 1, 1 << 20, (1 << 20) + 1};
+	size_t max = (1 << 20) + 1;
+	unsigned char *want = malloc(max), *got = malloc(max + 1);
+
+	CHECK(want && got);
+	if (!want || !got)
+		goto out;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		int from = mem ? spool_file_mem(s) : spool_file(s);
+		int to = spool_file(s);
+		struct stat st;
+
+		CHECK(from >= 0 && to >= 0);
+		if (from < 0 || to < 0)
+			continue;
+		fill(from, want, n, (unsigned)k + 1);
+		CHECK_INT(spool_copy(to, from), 0);
+		CHECK(fstat(to, &st) == 0);
+		CHECK_INT(st.st_size, n);
+		CHECK_INT(pread(to, got, max + 1, 0), n);
+		if (memcmp(got, want, n) != 0) {
+			fprintf(stderr,
+				"spool_copy of %zu bytes (%s): not the "
+				"same bytes\n",
+				n, mem ? "tmpfs" : "disk");
+			CHECK(!"bytes differ");
+		}
+		CHECK_INT(lseek(from, 0, SEEK_CUR), n);
+		close(from);
+		close(to);
+	}
+out:
+	free(want);
+	free(got);
+}
+
 /* Open descriptors of this process: spool_rescue() must leave none. */
 static int open_fds(void)
 {
@@ -174,6 +238,15 @@ int main(void)
 	test_rescue_odd_paths(s);
 	test_rescue_root_not_ours(s);
 	test_rescue_name_taken_by_a_file(s);
+	test_copy_sizes(s, 0);
+	{
+		int fd = spool_file_mem(s);
+
+		if (fd >= 0) {
+			close(fd);
+			test_copy_sizes(s, 1);
+		}
+	}
 	CHECK_INT(open_fds(), fds);
 	spool_free(s);
 	{

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Checks of the harness itself: the private engine, the images and the helpers
-that the ctrfs tests compare against. These do not need ctrfs."""
+that the ctrfs tests compare against. They do not need ctrfs, and they run
+apart from its tests (scripts/run-tests: "harness self-test")."""
 
 import os
 
-from conftest import STATIC_FILES
+from fs_conftest import STATIC_FILES
 
 
 def test_engine_is_private(engine):
