@@ -350,6 +350,27 @@ static int put_seek(void *data, curl_off_t offset, int origin)
 	return CURL_SEEKFUNC_OK;
 }
 
+/*
+ * Whether a request failed because the kept-alive connection it reused
+ * was closed before any reply: the engine (or a proxy) dropped an idle
+ * connection while we began to send. curl sends such a request again by
+ * itself only when the close shows before the body goes (a seek callback
+ * lets it start the body over); when it shows in the middle of the body
+ * (a send error) it does not: the PUT is then sent again on a new
+ * connection, once. A PUT is safe to repeat: each entry is created anew.
+ */
+static bool lost_on_reuse(CURL *h, CURLcode cc)
+{
+	long conns = -1, code = 0;
+
+	if (cc != CURLE_SEND_ERROR && cc != CURLE_RECV_ERROR &&
+	    cc != CURLE_GOT_NOTHING)
+		return false;
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &conns);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	return conns == 0 && code == 0;
+}
+
 int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
 		       size_t msglen)
@@ -361,6 +382,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	struct curl_slist *hdrs = NULL;
 	char url[16384];
 	double t0 = now_mono();
+	bool fresh = false;
 	CURLcode cc;
 	CURL *h;
 	int ret;
@@ -385,6 +407,7 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/x-tar");
 	hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
 	hdrs = curl_slist_append(hdrs, "Expect:");
+again:
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE,
@@ -399,6 +422,22 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	engine_waiter_init(&w, e, ctr, NULL);
 	engine_waiter_setopt(h, &w);
 	cc = curl_easy_perform(h);
+	if (!fresh && lost_on_reuse(h, cc) &&
+	    put_seek(&p, 0, SEEK_SET) == CURL_SEEKFUNC_OK) {
+		log_dbg("engine: PUT %s:%s: the kept-alive connection closed "
+			"before any reply (%s): once more on a new one",
+			ctr, dir, curl_easy_strerror(cc));
+		curl_easy_cleanup(h);
+		engine_reply_free(&r);
+		h = engine_easy_get(e);
+		if (!h) {
+			curl_slist_free_all(hdrs);
+			return -ENOMEM;
+		}
+		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+		fresh = true;
+		goto again;
+	}
 	engine_note_reach(e, cc);
 	if (p.err) {
 		ret = p.err;
