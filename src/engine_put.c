@@ -140,6 +140,18 @@ static int copy_file(struct rawput *p, int fd, off_t off, size_t len)
 	return 0;
 }
 
+/* Whether the engine has spoken (or hung up) already, without waiting:
+ * a reader that keeps up never lets the socket fill, so wait_out() would
+ * not see an early answer until the whole body had gone. */
+static bool answered_now(struct rawput *p)
+{
+	struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+
+	if (poll(&pf, 1, 0) > 0 && (pf.revents & (POLLIN | POLLHUP | POLLERR)))
+		p->answered = true;
+	return p->answered;
+}
+
 /* Sends len bytes of fd from off: 0, 1 when the engine answered first,
  * -errno. */
 static int send_file(struct rawput *p, int fd, off_t off, size_t len)
@@ -154,6 +166,9 @@ static int send_file(struct rawput *p, int fd, off_t off, size_t len)
 			len -= (size_t)n;
 			p->moved += n;
 			first = false;
+			/* one poll per socket buffer's worth */
+			if (len > 0 && answered_now(p))
+				return 1;
 			continue;
 		}
 		if (n == 0)
