@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "config.h"
 
+/* FUSE_USE_VERSION (config.h) first; fs_int.h uses the FUSE types */
+#include <fuse.h>
+
 #include "fs.h"
+#include "fs_int.h"
 #include "agent.h"
 #include "cache.h"
 #include "ctr.h"
@@ -17,7 +21,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -32,56 +35,7 @@
 #define AGENT_IDLE 10.0
 /* bytes of file content kept (in the spool) from listings */
 #define CACHE_DATA_BUDGET ((off_t)1 << 30)
-/* the hidden file of the root that `ctrfs --status` reads: no container
- * can have this name (Docker's start with a letter or a digit) */
-#define STATUS_PATH "/" CTRFS_STATUS_NAME
-#define STATUS_MAX  (256 * 1024)
-
-struct fs {
-	struct engine *e;
-	struct cache *cache;
-	struct meta *meta;
-	struct ctr_table *ctrs;
-	struct spool *spool;
-	struct writer *writer;
-	struct fs_config cfg;
-	struct timespec mounted;
-	uid_t uid;
-	gid_t gid;
-	pthread_t reaper;
-	bool reaper_started;
-	bool stopping;
-	pthread_mutex_t stop_lock;
-	pthread_cond_t stop_cond;
-};
-
-/* What an open file handle is: a reader, or a file being written. */
-struct handle {
-	struct reader *r;
-	struct wfile *w;
-	char *status; /* the status file's text, as it was at the open */
-	size_t status_len;
-	bool writes; /* opened for writing (a flush's fi has no flags) */
-	/* a write-only open of an existing file takes its content in at its
-	 * first write, not at the open: `touch F` opens F and sets its mtime
-	 * through the descriptor, and a copy in (a GET) then a commit (a PUT
-	 * of the whole file, a new inode) for that cost as much as the file
-	 * is big and split its hard links. Until then w is NULL, changes
-	 * through the handle go by path, and lock guards w. */
-	bool deferred;
-	int flags;
-	pthread_mutex_t lock;
-};
-
-static struct handle *handle_of(struct fuse_file_info *fi)
-{
-	return (struct handle *)(uintptr_t)fi->fh;
-}
-
-static struct fs *fs_get(void)
-{
-	return fuse_get_context()->private_data;
-}
+#define STATUS_MAX	  (256 * 1024)
 
 static void on_ctr_gone(void *ctx, const char *id)
 {
@@ -95,8 +49,7 @@ static void on_ctr_gone(void *ctx, const char *id)
  * mount root) and *inner the path inside it. Paths on a tmpfs of the
  * container are refused here, once for every operation.
  */
-static int resolve(struct fs *fs, const char *path, struct ctr **c,
-		   const char **inner)
+int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
 {
 	char name[256];
 	int ret = pathmap_split(path, name, sizeof(name), inner);
@@ -132,7 +85,7 @@ static void root_stat(struct fs *fs, struct stat *st)
  * mount, which pathmap_link() rewrites from raw (longer or shorter than
  * it): tools size their readlink buffer by it (GNU cpio cuts the target
  * there). */
-static void link_size(const char *inner, const char *raw, struct stat *st)
+void link_size(const char *inner, const char *raw, struct stat *st)
 {
 	char buf[PATH_MAX];
 
@@ -141,8 +94,7 @@ static void link_size(const char *inner, const char *raw, struct stat *st)
 }
 
 /* Attributes of a path: an open file being written says them itself. */
-static int stat_path(struct fs *fs, struct ctr *c, const char *inner,
-		     struct stat *st)
+int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st)
 {
 	struct wfile *w = writer_find(fs->writer, c->id, inner);
 
@@ -286,9 +238,9 @@ static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
  * libfuse hands the kernel a readdirplus entry's attributes only in that
  * mode, and without them `ls -la` or `cp -r` made one LOOKUP per name.
  */
-static int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
-			 off_t offset, struct fuse_file_info *fi,
-			 enum fuse_readdir_flags flags)
+int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
+		  off_t offset, struct fuse_file_info *fi,
+		  enum fuse_readdir_flags flags)
 {
 	struct fs *fs = fs_get();
 	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
@@ -340,7 +292,7 @@ out:
 	return 0;
 }
 
-static int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
+int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	const char *inner;
@@ -365,7 +317,7 @@ static int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	return ret;
 }
 
-static int ctrfs_releasedir(const char *path, struct fuse_file_info *fi)
+int ctrfs_releasedir(const char *path, struct fuse_file_info *fi)
 {
 	struct dirh *dh = (struct dirh *)(uintptr_t)fi->fh;
 
@@ -396,7 +348,7 @@ static int open_read(struct fs *fs, struct ctr *c, const char *inner,
 	return ret;
 }
 
-static void caller_stat(struct stat *st, mode_t mode)
+void caller_stat(struct stat *st, mode_t mode)
 {
 	struct fuse_context *ctx = fuse_get_context();
 
@@ -449,8 +401,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 
 /* The handle's file being written; for a deferred open, opened now when
  * open is set (its content copied in), else NULL until then. */
-static struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
-				  int *err)
+struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
+			   int *err)
 {
 	struct fs *fs = fs_get();
 	struct wfile *w;
@@ -557,19 +509,18 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 	return 0;
 }
 
-static int ctrfs_open(const char *path, struct fuse_file_info *fi)
+int ctrfs_open(const char *path, struct fuse_file_info *fi)
 {
 	return do_open(path, fi, false, 0);
 }
 
-static int ctrfs_create(const char *path, mode_t mode,
-			struct fuse_file_info *fi)
+int ctrfs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	return do_open(path, fi, true, mode);
 }
 
-static int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
-		      struct fuse_file_info *fi)
+int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
+	       struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
 	bool was;
@@ -614,8 +565,8 @@ static void kill_priv(struct wfile *w)
 		wfile_chmod(w, st.st_mode & ~kill & 07777);
 }
 
-static int ctrfs_write(const char *path, const char *buf, size_t size,
-		       off_t off, struct fuse_file_info *fi)
+int ctrfs_write(const char *path, const char *buf, size_t size, off_t off,
+		struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
 	int err;
@@ -630,7 +581,7 @@ static int ctrfs_write(const char *path, const char *buf, size_t size,
 	return (int)n;
 }
 
-static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
+int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
@@ -653,8 +604,7 @@ static int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	return wfile_commit(w);
 }
 
-static int ctrfs_fsync(const char *path, int datasync,
-		       struct fuse_file_info *fi)
+int ctrfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	struct handle *h = handle_of(fi);
@@ -674,8 +624,7 @@ static int ctrfs_fsync(const char *path, int datasync,
 
 /* fsync of a directory (`sync DIR`): what write-back holds below it goes
  * now, and its first error is the answer (docs/design.md, Write-back). */
-static int ctrfs_fsyncdir(const char *path, int datasync,
-			  struct fuse_file_info *fi)
+int ctrfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
 	const char *inner;
@@ -690,7 +639,7 @@ static int ctrfs_fsyncdir(const char *path, int datasync,
 	return ret;
 }
 
-static int ctrfs_release(const char *path, struct fuse_file_info *fi)
+int ctrfs_release(const char *path, struct fuse_file_info *fi)
 {
 	struct handle *h = handle_of(fi);
 	int err;
@@ -844,12 +793,12 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 	return ret;
 }
 
-static int ctrfs_mkdir(const char *path, mode_t mode)
+int ctrfs_mkdir(const char *path, mode_t mode)
 {
 	return create_entry(path, S_IFDIR | (mode & 07777), NULL, 0);
 }
 
-static int ctrfs_symlink(const char *target, const char *path)
+int ctrfs_symlink(const char *target, const char *path)
 {
 	return create_entry(path, S_IFLNK | 0777, target, 0);
 }
@@ -857,7 +806,7 @@ static int ctrfs_symlink(const char *target, const char *path)
 /* FIFOs and devices: a tar entry of their type, which the engine makes
  * with mknod (a device needs the engine's privileges, as a local mknod
  * needs root). A socket has no tar type; a regular file comes by create. */
-static int ctrfs_mknod(const char *path, mode_t mode, dev_t rdev)
+int ctrfs_mknod(const char *path, mode_t mode, dev_t rdev)
 {
 	if (!S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
 		return -EOPNOTSUPP;
@@ -865,7 +814,7 @@ static int ctrfs_mknod(const char *path, mode_t mode, dev_t rdev)
 			    S_ISFIFO(mode) ? 0 : rdev);
 }
 
-static int ctrfs_link(const char *from, const char *to)
+int ctrfs_link(const char *from, const char *to)
 {
 	struct fs *fs = fs_get();
 	const char *ifrom, *ito;
@@ -959,17 +908,17 @@ static int remove_path(const char *path, const char *tool)
 	return ret;
 }
 
-static int ctrfs_unlink(const char *path)
+int ctrfs_unlink(const char *path)
 {
 	return remove_path(path, "rm");
 }
 
-static int ctrfs_rmdir(const char *path)
+int ctrfs_rmdir(const char *path)
 {
 	return remove_path(path, "rmdir");
 }
 
-static int ctrfs_rename(const char *from, const char *to, unsigned int flags)
+int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
 	long t0 = engine_now(fs->e);
@@ -1181,7 +1130,7 @@ static int apply_chmod(struct fs *fs, struct ctr *c, const char *inner,
 	}
 }
 
-static int ctrfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+int ctrfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	return change_attr(path, fi, apply_chmod, &mode);
 }
@@ -1227,8 +1176,8 @@ static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
 	}
 }
 
-static int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
-		       struct fuse_file_info *fi)
+int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
+		struct fuse_file_info *fi)
 {
 	struct owner o = {uid, gid};
 
@@ -1265,8 +1214,8 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 	}
 }
 
-static int ctrfs_utimens(const char *path, const struct timespec tv[2],
-			 struct fuse_file_info *fi)
+int ctrfs_utimens(const char *path, const struct timespec tv[2],
+		  struct fuse_file_info *fi)
 {
 	return change_attr(path, fi, apply_utimens, (void *)tv);
 }
@@ -1297,8 +1246,7 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 	}
 }
 
-static int ctrfs_truncate(const char *path, off_t size,
-			  struct fuse_file_info *fi)
+int ctrfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	return change_attr(path, fi, apply_truncate, &size);
 }
