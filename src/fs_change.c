@@ -289,6 +289,14 @@ int ctrfs_rmdir(const char *path)
 	return remove_path(path, "rmdir");
 }
 
+/*
+ * rename(2) by `mv` in the container, or by the writer for a file being
+ * written at either name. Longer than a screen: one sequence of the two
+ * names resolved, the NOREPLACE check, the pending files settled, the
+ * rename itself with its cases (a file being written at from or to, two
+ * names of one file) and the cache told the outcome, which share the
+ * references (c, w, t) released at the end.
+ */
 int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
