@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
+/* The mount: fs_main() with its set-up and teardown, init and destroy, the
+ * idle reaper, FUSE's operations table; paths resolved to containers, and
+ * the callbacks about a path's attributes (getattr, readlink, statfs),
+ * the mount's root and its status file among them. */
 #include "config.h"
 
 /* FUSE_USE_VERSION (config.h) first; fs_int.h uses the FUSE types */
@@ -16,16 +20,13 @@
 #include "pathmap.h"
 #include "reader.h"
 #include "spool.h"
-#include "tarstream.h"
 #include "writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
