@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* The FUSE filesystem: the only file that includes the FUSE headers. */
+/* The FUSE filesystem: fs*.c are the only files that include the FUSE
+ * headers. */
 #ifndef CTRFS_FS_H
 #define CTRFS_FS_H
 

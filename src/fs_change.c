@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Changes: names made (mkdir, mknod, symlink, link), removed (unlink,
+ * rmdir) and renamed, attributes changed (chmod, chown, utimens,
+ * truncate); by a PUT of a tar entry, a tool run in the container, or
+ * through an open file being written. */
+#include "config.h"
+
+/* FUSE_USE_VERSION (config.h) first; fs_int.h uses the FUSE types */
+#include <fuse.h>
+
+#include "fs_int.h"
+#include "agent.h"
+#include "ctr.h"
+#include "engine.h"
+#include "log.h"
+#include "meta.h"
+#include "pathmap.h"
+#include "tarstream.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The file being written that a change applies to, referenced, or NULL:
+ * the handle's own (even if its name is gone), else the one open by path. */
+static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
+				struct fuse_file_info *fi)
+{
+	struct handle *h = fi ? handle_of(fi) : NULL;
+	int err;
+	struct wfile *w = h ? handle_wfile(h, NULL, false, &err) : NULL;
+
+	if (w)
+		return wfile_get(w);
+	return writer_find(fs->writer, c->id, inner);
+}
+
+static const char *base_of(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
+/* Creates one data-less entry at inner with one PUT to its directory. */
+static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
+		     const struct stat *st, const char *symlink)
+{
+	char parent[PATH_MAX];
+	struct tar_entry te = {
+	    .name = base_of(inner), .st = *st, .symlink = symlink};
+	long t0 = engine_now(fs->e);
+	int ret;
+
+	pathmap_parent(inner, parent, sizeof(parent));
+	if (symlink) {
+		/* the engine refuses a link whose target climbs above the
+		 * directory of the PUT: put it at the root by its full path */
+		parent[0] = '/';
+		parent[1] = '\0';
+		te.name = inner + 1;
+	}
+	ret = writer_put_entry(fs->writer, c, parent, &te);
+	if (ret == 0) {
+		struct stat cst = *st;
+
+		if (symlink)
+			cst.st_size = (off_t)strlen(symlink);
+		meta_committed(fs->meta, c, inner, &cst, t0);
+	} else {
+		/* the engine may have made it before the failure (a reply
+		 * lost): the next lookup asks */
+		meta_forget(fs->meta, c, inner);
+	}
+	return ret;
+}
+
+/* set while a caller has another way when the tool cannot run */
+static __thread bool tool_optional;
+
+/* Runs a standard tool in the container: argv, each word quoted for the
+ * container's shell (agent.c), or an exec of its own. */
+static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
+		    const char *path)
+{
+	char msg[512];
+	int status = 0;
+	/* a line to the container's shell, else an exec of its own */
+	int ret = agent_run(fs->e, c->id, argv, &status, msg, sizeof(msg));
+
+	if (ret == 1)
+		ret =
+		    engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
+
+	if (ret == -EOPNOTSUPP && tool_optional)
+		log_dbg("no '%s' to run in container '%s': another way",
+			argv[0], c->name);
+	else if (ret == -EOPNOTSUPP && (status == 126 || status == 127))
+		log_err("cannot %s '%s' in container '%s': needs '%s' run "
+			"inside it, and the container lacks it",
+			argv[0], path, c->name, argv[0]);
+	else if (ret == -EOPNOTSUPP) /* stopped, paused */
+		log_err("cannot %s '%s' in container '%s': needs '%s' run "
+			"inside it: %s",
+			argv[0], path, c->name, argv[0], msg);
+	else if (ret < 0 && ret != -ENOENT && ret != -ENOTEMPTY &&
+		 ret != -EEXIST && ret != -EALREADY)
+		log_err("cannot %s '%s' in container '%s': %s", argv[0], path,
+			c->name, msg[0] ? msg : strerror(-ret));
+	return ret;
+}
+
+/* A run_tool() to be made under a wfile's lock (writer_rename,
+ * wfile_unlink). */
+struct tool_call {
+	struct fs *fs;
+	struct ctr *c;
+	const char *const *argv;
+	const char *path;
+};
+
+static int call_tool(void *arg)
+{
+	struct tool_call *t = arg;
+
+	return run_tool(t->fs, t->c, t->argv, t->path);
+}
+
+/* Resolves path for a change: a container and a path inside it. */
+static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
+			  const char **inner)
+{
+	int ret = resolve(fs, path, c, inner);
+
+	if (ret == 0 && !*c)
+		ret =
+		    -EACCES; /* the mount root: containers are not made here */
+	if (ret == 0 && strcmp(*inner, "/") == 0) {
+		ctr_put(fs->ctrs, *c);
+		*c = NULL;
+		ret = -EBUSY; /* a container's root cannot change */
+	}
+	return ret;
+}
+
+/* Makes a data-less entry (a directory, a symlink) owned by the caller. */
+static int create_entry(const char *path, mode_t mode, const char *symlink,
+			dev_t rdev)
+{
+	struct fs *fs = fs_get();
+	const char *inner;
+	struct stat st;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	caller_stat(&st, mode);
+	st.st_rdev = rdev;
+	ret = put_entry(fs, c, inner, &st, symlink);
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+int ctrfs_mkdir(const char *path, mode_t mode)
+{
+	return create_entry(path, S_IFDIR | (mode & 07777), NULL, 0);
+}
+
+int ctrfs_symlink(const char *target, const char *path)
+{
+	return create_entry(path, S_IFLNK | 0777, target, 0);
+}
+
+/* FIFOs and devices: a tar entry of their type, which the engine makes
+ * with mknod (a device needs the engine's privileges, as a local mknod
+ * needs root). A socket has no tar type; a regular file comes by create. */
+int ctrfs_mknod(const char *path, mode_t mode, dev_t rdev)
+{
+	if (!S_ISFIFO(mode) && !S_ISCHR(mode) && !S_ISBLK(mode))
+		return -EOPNOTSUPP;
+	return create_entry(path, (mode & S_IFMT) | (mode & 07777), NULL,
+			    S_ISFIFO(mode) ? 0 : rdev);
+}
+
+int ctrfs_link(const char *from, const char *to)
+{
+	struct fs *fs = fs_get();
+	const char *ifrom, *ito;
+	struct ctr *c, *c2;
+	char dir[PATH_MAX];
+	struct tar_entry te;
+	struct stat st;
+	long t0 = engine_now(fs->e);
+	size_t dlen;
+	int ret = resolve_change(fs, from, &c, &ifrom);
+
+	if (ret < 0)
+		return ret;
+	ret = resolve_change(fs, to, &c2, &ito);
+	if (ret < 0)
+		goto out_put;
+	if (c != c2)
+		ret = -EXDEV;
+	ctr_put(fs->ctrs, c2);
+	if (ret == 0)
+		ret = stat_path(fs, c, ifrom, &st);
+	if (ret == 0 && !S_ISREG(st.st_mode))
+		ret = -EPERM;
+	if (ret < 0)
+		goto out_put;
+	/* the engine resolves a hard link's target inside the PUT's dir. It
+	 * then chowns the link, which clears a setuid or setgid bit, and
+	 * restores the mode only when it finds the target by the entry's
+	 * link name from the container's root (Docker 20.10 looks it up
+	 * from there, not from the PUT's dir): such a file goes by a PUT at
+	 * the root, with both paths in full */
+	if (st.st_mode & (S_ISUID | S_ISGID))
+		snprintf(dir, sizeof(dir), "/");
+	else
+		pathmap_common(ifrom, ito, dir, sizeof(dir));
+	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+	memset(&te, 0, sizeof(te));
+	te.name = ito + dlen;
+	te.hardlink = ifrom + dlen;
+	te.st = st;
+	ret = writer_put_entry(fs->writer, c, dir, &te);
+	if (ret == 0) {
+		st.st_nlink++; /* both names: one file (one number), one
+				* more link */
+		meta_update(fs->meta, c, ifrom, &st);
+		meta_committed(fs->meta, c, ito, &st, t0);
+		/* the kernel holds the old name's attributes as another
+		 * inode (paths, not inodes, here): tell it they moved */
+		fuse_invalidate_path(fuse_get_context()->fuse, from);
+	} else if (ret < 0) {
+		meta_forget(fs->meta, c, ito); /* perhaps made, reply lost */
+	}
+out_put:
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int remove_path(const char *path, const char *tool)
+{
+	struct fs *fs = fs_get();
+	long t0 = engine_now(fs->e);
+	const char *inner;
+	struct wfile *w;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	{
+		const char *argv[] = {tool, "--", inner, NULL};
+		struct tool_call rm = {fs, c, argv, inner};
+
+		/* one never committed has nothing to remove in the container;
+		 * a directory holding one is not empty, whatever it shows */
+		w = writer_find(fs->writer, c->id, inner);
+		if (w)
+			ret = wfile_unlink(w, call_tool, &rm);
+		else if (strcmp(tool, "rmdir") == 0 &&
+			 writer_holds_below(fs->writer, c->id, inner))
+			ret = -ENOTEMPTY;
+		else
+			ret = call_tool(&rm);
+	}
+	if (w)
+		wfile_put(w);
+	if (ret == 0 || ret == -ENOENT)
+		meta_committed(fs->meta, c, inner, NULL, t0);
+	else
+		meta_forget(fs->meta, c, inner); /* perhaps removed */
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+int ctrfs_unlink(const char *path)
+{
+	return remove_path(path, "rm");
+}
+
+int ctrfs_rmdir(const char *path)
+{
+	return remove_path(path, "rmdir");
+}
+
+/*
+ * rename(2) by `mv` in the container, or by the writer for a file being
+ * written at either name. Longer than a screen: one sequence of the two
+ * names resolved, the NOREPLACE check, the pending files settled, the
+ * rename itself with its cases (a file being written at from or to, two
+ * names of one file) and the cache told the outcome, which share the
+ * references (c, w, t) released at the end.
+ */
+int ctrfs_rename(const char *from, const char *to, unsigned int flags)
+{
+	struct fs *fs = fs_get();
+	long t0 = engine_now(fs->e);
+	const char *ifrom, *ito;
+	struct ctr *c, *c2;
+	struct wfile *w, *t;
+	struct stat st;
+	int ret;
+
+	if (flags & ~RENAME_NOREPLACE)
+		return -EINVAL;
+	ret = resolve_change(fs, from, &c, &ifrom);
+	if (ret < 0)
+		return ret;
+	ret = resolve_change(fs, to, &c2, &ito);
+	if (ret < 0)
+		goto out_put;
+	if (c != c2)
+		ret = -EXDEV;
+	ctr_put(fs->ctrs, c2);
+	if (ret == 0 && (flags & RENAME_NOREPLACE)) {
+		ret = stat_path(fs, c, ito, &st);
+		ret = ret == 0 ? -EEXIST : ret == -ENOENT ? 0 : ret;
+	}
+	if (ret < 0)
+		goto out_put;
+	/* a directory's pending files go in under its old name first */
+	writer_settle(fs->writer, c->id, ifrom, true);
+	w = writer_find(fs->writer, c->id, ifrom);
+	t = writer_find(fs->writer, c->id, ito);
+	{
+		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
+		struct tool_call mv = {fs, c, argv, ifrom};
+		/* for a wfile perhaps not committed yet: the file it will
+		 * replace at ito (the kernel just looked it up: cached) */
+		bool there = w && !t && stat_path(fs, c, ito, &st) == 0;
+
+		/* one never committed is committed as ito, no mv; one open
+		 * at ito is replaced, never committed again; a directory it
+		 * replaces must be empty of files still to come too */
+		if (w || t)
+			ret = writer_rename(fs->writer, w, t, ito, there,
+					    call_tool, &mv);
+		else if (writer_holds_below(fs->writer, c->id, ito))
+			ret = -ENOTEMPTY;
+		else
+			ret = call_tool(&mv);
+		if (ret == -EALREADY && !w && !t) {
+			/* two names of one file: rename(2) would leave both,
+			 * but the kernel, told 0, takes the old one for gone */
+			const char *rmv[] = {"rm", "-f", "--", ifrom, NULL};
+			struct tool_call rm = {fs, c, rmv, ifrom};
+
+			ret = call_tool(&rm);
+		} else if (ret == -EALREADY) {
+			log_err("cannot mv '%s' in container '%s': '%s' is "
+				"another name of the same file",
+				ifrom, c->name, ito);
+			ret = -EIO;
+		}
+	}
+	if (ret < 0) { /* the tool may have run: the next lookups ask */
+		meta_forget(fs->meta, c, ifrom);
+		meta_forget(fs->meta, c, ito);
+	}
+	/* a directory: what is open below follows (libfuse's path locks
+	 * keep operations on paths below out until the rename returns) */
+	if (ret == 0 && !w)
+		writer_repath(fs->writer, c->id, ifrom, ito);
+	if (t)
+		wfile_put(t);
+	if (w)
+		wfile_put(w);
+	if (ret == 0 && w) {
+		/* the wfile is the truth of ito now */
+		meta_committed(fs->meta, c, ifrom, NULL, t0);
+		meta_appeared(fs->meta, c, ito, t0);
+	} else if (ret == 0) {
+		meta_moved(fs->meta, c, ifrom, ito, t0);
+	}
+out_put:
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+/* Re-applies a directory's mode, owner and mtime with a PUT of its entry
+ * (the engine merges an existing directory and takes the entry's). */
+static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
+			 const struct stat *st)
+{
+	char parent[PATH_MAX];
+	struct tar_entry te = {.name = base_of(inner), .st = *st};
+
+	pathmap_parent(inner, parent, sizeof(parent));
+	return writer_put_entry(fs->writer, c, parent, &te);
+}
+
+/* A metadata change: folded into an open file, a PUT for a directory, a
+ * tool in the container otherwise. */
+static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
+			 struct wfile *w, struct stat *st, void *arg);
+
+/* A file's times where no `touch` runs (a shell-less container): the file
+ * is copied in and put back with them, a GET and a PUT of all of it, which
+ * is what `touch` cost everywhere before write-only opens were deferred. */
+static int utimens_by_copy(struct fs *fs, struct ctr *c, const char *inner,
+			   void *tv)
+{
+	struct wfile *w;
+	struct stat st;
+	int ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+
+	if (ret < 0)
+		return ret;
+	if (!S_ISREG(st.st_mode)) {
+		log_err("cannot set the times of '%s' in container '%s': needs "
+			"'touch' run inside it",
+			inner, c->name);
+		return -EOPNOTSUPP;
+	}
+	log_dbg("'%s' in container '%s': times set with a copy (no 'touch')",
+		inner, c->name);
+	ret = writer_open(fs->writer, c, inner, O_WRONLY, &st, NULL, &w);
+	if (ret < 0)
+		return ret;
+	ret = apply_utimens(fs, c, inner, w, NULL, tv);
+	if (ret == 0)
+		ret = wfile_commit(w);
+	wfile_put(w);
+	return ret;
+}
+
+static int change_attr(const char *path, struct fuse_file_info *fi,
+		       int (*apply)(struct fs *, struct ctr *, const char *,
+				    struct wfile *, struct stat *, void *),
+		       void *arg)
+{
+	struct fs *fs = fs_get();
+	struct handle *h = fi ? handle_of(fi) : NULL;
+	bool deferred = h && h->deferred;
+	const char *inner;
+	struct wfile *w;
+	struct stat st;
+	struct ctr *c;
+	int ret = resolve_change(fs, path, &c, &inner);
+
+	if (ret < 0)
+		return ret;
+	w = open_wfile(fs, c, inner, fi);
+	if (!w && deferred) {
+		/* ftruncate through a write-only descriptor that wrote
+		 * nothing yet (the one change the kernel sends with the
+		 * descriptor): the file is copied in now, as at a first
+		 * write, so no `truncate` is needed in the container */
+		w = handle_wfile(h, path, true, &ret);
+		if (!w) {
+			ctr_put(fs->ctrs, c);
+			return ret < 0 ? ret : -EIO;
+		}
+		wfile_get(w);
+	}
+	if (w) {
+		ret = apply(fs, c, inner, w, NULL, arg);
+		wfile_put(w);
+	} else {
+		/* a directory's files still to come would move its mtime
+		 * again; then fresh (meta_getattr_now): its attributes go
+		 * back whole in a PUT */
+		writer_settle(fs->writer, c->id, inner, false);
+		ret = meta_getattr_now(fs->meta, c, inner, &st);
+		tool_optional = apply == apply_utimens;
+		if (ret == 0)
+			ret = apply(fs, c, inner, NULL, &st, arg);
+		tool_optional = false;
+		/* apply() left in st what the path is now */
+		if (ret == 0)
+			meta_update(fs->meta, c, inner, &st);
+		else
+			meta_forget(fs->meta, c, inner);
+		if (ret == -EOPNOTSUPP && apply == apply_utimens)
+			ret = utimens_by_copy(fs, c, inner, arg);
+	}
+	ctr_put(fs->ctrs, c);
+	return ret;
+}
+
+static int apply_chmod(struct fs *fs, struct ctr *c, const char *inner,
+		       struct wfile *w, struct stat *st, void *arg)
+{
+	mode_t mode = *(mode_t *)arg & 07777;
+	char m[16];
+
+	if (w) {
+		wfile_chmod(w, mode);
+		return 0;
+	}
+	if (S_ISLNK(st->st_mode))
+		return -EOPNOTSUPP;
+	if (S_ISDIR(st->st_mode)) {
+		st->st_mode = S_IFDIR | mode;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	st->st_mode = (st->st_mode & S_IFMT) | mode;
+	snprintf(m, sizeof(m), "%o", (unsigned)mode);
+	{
+		const char *argv[] = {"chmod", m, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+int ctrfs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_chmod, &mode);
+}
+
+struct owner {
+	uid_t uid;
+	gid_t gid;
+};
+
+static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
+		       struct wfile *w, struct stat *st, void *arg)
+{
+	struct owner *o = arg;
+	char spec[64];
+
+	if (w) {
+		wfile_chown(w, o->uid, o->gid);
+		return 0;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		if (o->uid != (uid_t)-1)
+			st->st_uid = o->uid;
+		if (o->gid != (gid_t)-1)
+			st->st_gid = o->gid;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	if (o->uid != (uid_t)-1)
+		st->st_uid = o->uid;
+	if (o->gid != (gid_t)-1)
+		st->st_gid = o->gid;
+	if (o->uid != (uid_t)-1 && o->gid != (gid_t)-1)
+		snprintf(spec, sizeof(spec), "%u:%u", o->uid, o->gid);
+	else if (o->uid != (uid_t)-1)
+		snprintf(spec, sizeof(spec), "%u", o->uid);
+	else if (o->gid != (gid_t)-1)
+		snprintf(spec, sizeof(spec), ":%u", o->gid);
+	else
+		return 0;
+	{
+		const char *argv[] = {"chown", "-h", spec, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
+		struct fuse_file_info *fi)
+{
+	struct owner o = {uid, gid};
+
+	return change_attr(path, fi, apply_chown, &o);
+}
+
+static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
+			 struct wfile *w, struct stat *st, void *arg)
+{
+	const struct timespec *tv = arg;
+	struct timespec mt = tv[1];
+	char when[64];
+
+	if (mt.tv_nsec == UTIME_OMIT)
+		return 0; /* ctrfs keeps no atime */
+	if (mt.tv_nsec == UTIME_NOW)
+		engine_clock(fs->e, &mt);
+	if (w) {
+		wfile_utimens(w, &mt);
+		return 0;
+	}
+	if (S_ISDIR(st->st_mode)) {
+		st->st_mtim = mt;
+		return put_dir_attrs(fs, c, inner, st);
+	}
+	st->st_mtim.tv_sec = mt.tv_sec;
+	st->st_mtim.tv_nsec = 0; /* touch -d @SECS sets whole seconds */
+	snprintf(when, sizeof(when), "@%lld", (long long)mt.tv_sec);
+	{
+		const char *argv[] = {"touch", "-c", "-h",  "-d",
+				      when,    "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+int ctrfs_utimens(const char *path, const struct timespec tv[2],
+		  struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_utimens, (void *)tv);
+}
+
+static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
+			  struct wfile *w, struct stat *st, void *arg)
+{
+	off_t size = *(off_t *)arg;
+	char n[32];
+
+	if (w)
+		return wfile_truncate(w, size);
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (size == 0) {
+		/* an empty file of the same name, mode and owner: a PUT */
+		engine_clock(fs->e, &st->st_mtim);
+		st->st_size = 0;
+		return put_entry(fs, c, inner, st, NULL);
+	}
+	st->st_size = size;
+	engine_clock(fs->e, &st->st_mtim);
+	snprintf(n, sizeof(n), "%lld", (long long)size);
+	{
+		const char *argv[] = {"truncate", "-s", n, "--", inner, NULL};
+
+		return run_tool(fs, c, argv, inner);
+	}
+}
+
+int ctrfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+	return change_attr(path, fi, apply_truncate, &size);
+}
