@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import STATIC_DIRS, STATIC_FILES, call_with_timeout, compare_stat, host_stat, read_file, run_tool
+from conftest import ENGINE_KIND, STATIC_DIRS, STATIC_FILES, call_with_timeout, compare_stat, host_stat, read_file, run_tool
 
 ODD_FILES = [
     # (path, mode, owner)
@@ -55,7 +55,13 @@ def test_odd_owners_and_modes(mount, meta):
 @pytest.mark.parametrize("path", ["/meta/sticky", "/meta/dir-owned", "/meta", "/", "/etc", "/tmp"])
 def test_directory_metadata(mount, meta, path):
     m = mount()
-    diff = compare_stat(meta, m.p(meta, path), path)
+    keys = ("size", "perm", "uid", "gid", "mtime", "type")
+    if path == "/" and ENGINE_KIND == "docker-current":
+        # Docker 26 moves the container's / to the time of every archive
+        # call, a HEAD included (docs/design.md, What differs between
+        # engine versions): the mount's own look changes what it compares
+        keys = tuple(k for k in keys if k != "mtime")
+    diff = compare_stat(meta, m.p(meta, path), path, keys=keys)
     assert not diff, f"(got, want): {diff}"
 
 
