@@ -4,8 +4,10 @@
  * part of the writer's API (writer.h):
  *
  *   writer.c         files being written: their state, spool, metadata,
- *                    rename and unlink, the last reference; write-back
+ *                    rename and unlink, the last reference
  *   writer_commit.c  a commit: the tar body, one PUT, group commit
+ *   writer_wb.c      write-back: the flusher thread, its batches, retries
+ *                    and rescue, settle, sync, status, drain
  *
  * struct writer and struct wfile are made and freed in writer.c.
  */
@@ -20,6 +22,9 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+struct jentry;
+struct wbstatus;
 
 struct wfile {
 	struct writer *w;
@@ -52,6 +57,16 @@ struct wfile {
 	bool jkeep; /* the journal holds the only copy of its data: keep it */
 	struct wfile *next;
 };
+
+/* Write-back's tries of one file's data: after a failure the delay before
+ * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
+ * keeps trying for about two minutes, long enough for an engine restart.
+ * Unmount's drain tries once more, at once (not at all once the engine
+ * did not answer it), then keeps what failed in the rescue directory
+ * (spool_rescue()). */
+#define WB_ATTEMPTS  8
+#define WB_ALONE     2 /* failures after which a file is sent alone */
+#define WB_RETRY_MAX 30.0
 
 /* One file of a group commit. */
 struct item {
@@ -91,6 +106,14 @@ struct writer {
 /* writer.c. f->lock held: f's attributes as a stat reports them, its
  * size that of its spool file. */
 void writer_stat_locked(struct wfile *f, struct stat *st);
+/* writer.c. f->lock held: writes f's journal entry (journal.h); 0 or
+ * -errno. */
+int writer_journal_locked(struct wfile *f);
+/* writer.c. w->lock held: referenced wfiles below dir (wfile_put() each,
+ * free() the array). */
+struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
+				     const char *dir, size_t dlen, bool deep,
+				     bool queued, bool failed, size_t *n);
 
 /* writer_commit.c. Sends items (same container and directory) in one PUT;
  * 0 or -errno, the failure logged. */
@@ -98,5 +121,12 @@ int writer_commit_put_batch(struct writer *w, struct item *items);
 /* writer_commit.c. f (locked) is in the container now, by a change that
  * began at wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0);
+
+/* writer_wb.c. w->lock held: queues f for write-back when it is to wait
+ * for it; whether it does. */
+bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty);
+/* writer_wb.c. f->lock held: write-back gives up on f's data: a copy kept,
+ * or the loss logged. */
+void writer_wb_rescue_locked(struct wfile *f);
 
 #endif
