@@ -136,6 +136,9 @@ static void wfile_free(struct wfile *f)
 	free(f);
 }
 
+/* One piece, though long: the wfile is listed before its content is copied
+ * in and under its lock until then, and each later failure undoes what the
+ * steps before it did (shared with an open that came first, unlisted). */
 int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		int flags, const struct stat *existing,
 		const struct stat *create, struct wfile **out)
