@@ -1,120 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "writer.h"
+#include "writer_int.h"
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "journal.h"
 #include "jrecord.h"
 #include "log.h"
-#include "pathmap.h"
 #include "meta.h"
 #include "reader.h"
 #include "spool.h"
-#include "tarstream.h"
 #include "wbstatus.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
-#include <time.h>
 #include <unistd.h>
-
-#define HDR_MAX (3 * 4096)
-
-struct wfile {
-	struct writer *w;
-	pthread_mutex_t lock;
-	int refs; /* under w->lock */
-	struct ctr ctr;
-	char *path;
-	int fd;
-	struct stat st;	   /* the header: mode, uid, gid, mtime */
-	bool mtime_set;	   /* an explicit utimens: keep it */
-	bool dirty;	   /* changed since the last commit */
-	bool in_container; /* exists there under path */
-	bool unlinked;
-	bool failed;   /* the last commit failed and close said so */
-	bool closing;  /* a thread dropped the last reference and tears down */
-	bool pending;  /* write-back: closed, to be committed at due */
-	bool flushing; /* write-back: in the flusher's PUT now */
-	double due;
-	unsigned long opens; /* references taken by lookups and opens */
-	atomic_int attempts; /* write-back commits of its data that failed */
-	atomic_int last_err; /* the last one's -errno */
-	atomic_int error;    /* a failed write: never commit half a file (read
-			      * unlocked by wfile_error()) */
-	atomic_bool ready;   /* the spool holds the content it started with */
-	bool in_mem;	     /* fd is in the memory spool */
-	bool stay_in_mem;    /* moving it to disk failed: it stays */
-	nlink_t links;	     /* names the container's file had at the open */
-	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
-	struct jentry *jent; /* write-back: its journal entry, or NULL */
-	bool jkeep; /* the journal holds the only copy of its data: keep it */
-	struct wfile *next;
-};
-
-/* Write-back's tries of one file's data: after a failure the delay before
- * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
- * keeps trying for about two minutes, long enough for an engine restart.
- * Unmount's drain tries once more, at once (not at all once the engine
- * did not answer it), then keeps what failed in the rescue directory
- * (spool_rescue()). */
-#define WB_ATTEMPTS  8
-#define WB_ALONE     2 /* failures after which a file is sent alone */
-#define WB_RETRY_MAX 30.0
-
-/* The wait before the next write-back try of a file that failed
- * attempts times, with write-back delay wb. */
-static double wb_delay(double wb, int attempts)
-{
-	double d = wb, cap = wb > WB_RETRY_MAX ? wb : WB_RETRY_MAX;
-
-	for (int i = 0; i < attempts && d < cap; i++)
-		d *= 2;
-	return d < cap ? d : cap;
-}
-
-/* One file of a group commit. */
-struct item {
-	struct wfile *f;
-	char *parent;
-	const char *name; /* the entry's name, relative to parent */
-	int result;
-	bool done;
-	struct item *next;
-};
-
-struct writer {
-	struct engine *e;
-	struct meta *m;
-	struct spool *spool;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct wfile *files;
-	struct item *queue;
-	char **busy; /* "ctr id/parent" keys being committed */
-	size_t nbusy;
-	double writeback; /* seconds a closed file waits, 0: commit at close */
-	pthread_t flusher;
-	bool flusher_started;
-	bool draining; /* commit everything pending now */
-	bool inflight; /* the flusher holds a batch (until its files are put) */
-	bool drain_gone; /* the drain found the engine gone (flusher only) */
-	bool stopping;
-	pthread_cond_t flush_cond;
-	long long mem_cap;     /* bytes the memory spool may hold, in all */
-	atomic_llong mem_used; /* what the files in it reserved */
-	struct wbstatus
-	    *status; /* write-back failures, for fsync and --status */
-	struct journal *journal; /* pending files outlive the daemon, or NULL */
-};
 
 struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
 			  long long mem_cap)
@@ -229,6 +136,9 @@ static void wfile_free(struct wfile *f)
 	free(f);
 }
 
+/* One piece, though long: the wfile is listed before its content is copied
+ * in and under its lock until then, and each later failure undoes what the
+ * steps before it did (shared with an open that came first, unlisted). */
 int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		int flags, const struct stat *existing,
 		const struct stat *create, struct wfile **out)
@@ -334,7 +244,7 @@ static void mark_dirty(struct wfile *f)
 /* f->lock held: writes f's journal entry (its data and what it is to
  * become), so that a daemon that dies before the commit leaves it for the
  * next start. 0 or -errno. */
-static int journal_locked(struct wfile *f)
+int writer_journal_locked(struct wfile *f)
 {
 	struct jrecord *r;
 	int ret;
@@ -364,7 +274,7 @@ static void rejournal_locked(struct wfile *f)
 
 	if (!journal_recorded(f->jent) || f->unlinked || f->error)
 		return;
-	ret = journal_locked(f);
+	ret = writer_journal_locked(f);
 	if (ret < 0)
 		log_err("cannot update the journal entry of '%s' in container "
 			"'%s': %s; a restart after a crash would commit it as "
@@ -474,7 +384,7 @@ ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off)
 	return n < 0 ? -errno : n;
 }
 
-static void stat_locked(struct wfile *f, struct stat *st)
+void writer_stat_locked(struct wfile *f, struct stat *st)
 {
 	struct stat sp;
 
@@ -490,7 +400,7 @@ static void stat_locked(struct wfile *f, struct stat *st)
 void wfile_stat(struct wfile *f, struct stat *st)
 {
 	pthread_mutex_lock(&f->lock);
-	stat_locked(f, st);
+	writer_stat_locked(f, st);
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -627,49 +537,6 @@ int wfile_error(struct wfile *f)
 	return f->error;
 }
 
-/* w->lock held: queues f for write-back if it has data to send (dirty:
- * changed since its last commit) and write-back has not given up on it;
- * one already queued or being sent keeps its place. Whether it waits for
- * write-back now. */
-static bool queue_locked(struct writer *w, struct wfile *f, bool dirty)
-{
-	if (w->writeback <= 0 || !dirty || f->error || f->unlinked ||
-	    atomic_load(&f->attempts) >= WB_ATTEMPTS ||
-	    (w->draining && atomic_load(&f->attempts) > 0))
-		return false;
-	if (!f->pending && !f->flushing) {
-		f->pending = true;
-		f->due = now_mono() +
-			 wb_delay(w->writeback, atomic_load(&f->attempts));
-	}
-	pthread_cond_broadcast(&w->flush_cond);
-	return true;
-}
-
-int wfile_queue(struct wfile *f)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&f->lock);
-	/* in the journal before the close returns */
-	if (f->dirty && !f->error && !f->unlinked)
-		ret = journal_locked(f);
-	if (ret == 0) {
-		pthread_mutex_lock(&f->w->lock);
-		queue_locked(f->w, f, f->dirty);
-		pthread_mutex_unlock(&f->w->lock);
-	}
-	pthread_mutex_unlock(&f->lock);
-	if (ret < 0) {
-		/* it would not outlive the daemon: the close waits for it */
-		log_err("cannot keep '%s' in container '%s' in the journal: "
-			"%s; committing it at once",
-			f->path, f->ctr.name, strerror(-ret));
-		ret = wfile_commit(f);
-	}
-	return ret;
-}
-
 int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 {
 	int ret = 0;
@@ -696,7 +563,7 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
  * (dlen and deep as for below()), only those pending or being sent when
  * queued is set, in a new array of *n (fewer when memory runs out).
  */
-static struct wfile **collect_locked(struct writer *w, const char *ctr_id,
+struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
 				     const char *dir, size_t dlen, bool deep,
 				     bool queued, bool failed, size_t *n)
 {
@@ -735,7 +602,8 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 	struct wfile **list;
 
 	pthread_mutex_lock(&w->lock);
-	list = collect_locked(w, ctr_id, from, flen, true, false, true, &n);
+	list =
+	    writer_collect_locked(w, ctr_id, from, flen, true, false, true, &n);
 	pthread_mutex_unlock(&w->lock);
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = list[i];
@@ -771,308 +639,6 @@ bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir)
 	return found;
 }
 
-/* The tar body of a group commit, piece by piece as the engine code asks:
- * each file's header, its data as a range of the spool file, padding;
- * then the end of the archive. */
-struct body {
-	struct item *items;
-	struct item *cur;
-	char hdr[HDR_MAX];
-	size_t hdr_len;
-	off_t size;
-	enum { B_NEXT, B_HDR, B_DATA, B_PAD, B_TRAILER, B_DONE } step;
-	bool started;
-};
-
-static const char zeros[2 * TAR_BLOCK];
-
-static int next_item(struct body *b)
-{
-	struct wfile *f;
-	struct tar_entry te;
-	struct stat sp;
-	ssize_t n;
-
-	b->cur = b->started ? b->cur->next : b->items;
-	b->started = true;
-	if (!b->cur) {
-		b->step = B_TRAILER;
-		return 0;
-	}
-	f = b->cur->f;
-	if (fstat(f->fd, &sp) < 0)
-		return -errno;
-	memset(&te, 0, sizeof(te));
-	te.name = b->cur->name;
-	te.st = f->st;
-	te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
-	te.st.st_size = sp.st_size;
-	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
-	if (n < 0)
-		return (int)n;
-	b->hdr_len = (size_t)n;
-	b->size = sp.st_size;
-	b->step = B_HDR;
-	return 0;
-}
-
-static int body_next(void *ctx, struct engine_piece *p)
-{
-	struct body *b = ctx;
-	int ret;
-
-	if (!p) { /* again from the start (engine.h) */
-		b->step = B_NEXT;
-		b->started = false;
-		return 0;
-	}
-
-	for (;;) {
-		switch (b->step) {
-		case B_NEXT:
-			ret = next_item(b);
-			if (ret < 0)
-				return ret;
-			continue;
-		case B_HDR:
-			p->buf = b->hdr;
-			p->len = b->hdr_len;
-			b->step = B_DATA;
-			return 1;
-		case B_DATA:
-			b->step = B_PAD;
-			if (b->size == 0)
-				continue;
-			/* straight from the spool */
-			p->buf = NULL;
-			p->fd = b->cur->f->fd;
-			p->off = 0;
-			p->len = (size_t)b->size;
-			return 1;
-		case B_PAD:
-			b->step = B_NEXT;
-			p->len = (TAR_BLOCK - (size_t)(b->size % TAR_BLOCK)) %
-				 TAR_BLOCK;
-			if (p->len == 0)
-				continue;
-			p->buf = zeros;
-			return 1;
-		case B_TRAILER:
-			b->step = B_DONE;
-			p->buf = zeros;
-			p->len = sizeof(zeros);
-			return 1;
-		case B_DONE:
-			return 0;
-		}
-	}
-}
-
-/* Sends items (same container and directory) in one PUT. */
-static int put_batch(struct writer *w, struct item *items)
-{
-	struct body b = {.items = items, .step = B_NEXT};
-	struct wfile *f0 = items->f;
-	off_t bulk = 0;
-	char msg[512];
-	size_t n = 0;
-	int ret;
-
-	for (struct item *it = items; it; it = it->next) {
-		struct stat sp;
-
-		if (fstat(it->f->fd, &sp) == 0)
-			bulk += sp.st_size;
-		n++;
-	}
-	ret = engine_archive_put(w->e, f0->ctr.id, items->parent, body_next, &b,
-				 bulk, msg, sizeof(msg));
-	if (ret < 0) {
-		/* the engine may have unpacked part of the tar (it died in
-		 * the middle, say): what ctrfs knew of these names and their
-		 * directory no longer holds, the next lookup asks */
-		for (struct item *it = items; it; it = it->next) {
-			log_err("cannot write '%s' in container '%s': %s",
-				it->f->path, it->f->ctr.name, msg);
-			meta_forget(w->m, &it->f->ctr, it->f->path);
-		}
-	} else if (n > 1) {
-		log_dbg("committed %zu files in '%s' with one PUT", n,
-			items->parent);
-	}
-	return ret;
-}
-
-static bool busy_has(struct writer *w, const char *key)
-{
-	for (size_t i = 0; i < w->nbusy; i++)
-		if (strcmp(w->busy[i], key) == 0)
-			return true;
-	return false;
-}
-
-static void busy_del(struct writer *w, const char *key)
-{
-	for (size_t i = 0; i < w->nbusy; i++) {
-		if (w->busy[i] == key) {
-			w->busy[i] = w->busy[--w->nbusy];
-			return;
-		}
-	}
-}
-
-/* Group commit: the first committer of a (container, directory) sends
- * every item queued for it; the others wait for their result. */
-static int commit_grouped(struct writer *w, struct item *me)
-{
-	char key[PATH_MAX + 80];
-
-	snprintf(key, sizeof(key), "%s%s", me->f->ctr.id, me->parent);
-	pthread_mutex_lock(&w->lock);
-	me->next = w->queue;
-	w->queue = me;
-	while (!me->done) {
-		struct item *batch = NULL, **pp;
-		char **nb;
-
-		if (busy_has(w, key)) {
-			pthread_cond_wait(&w->cond, &w->lock);
-			continue;
-		}
-		nb = realloc(w->busy, (w->nbusy + 1) * sizeof(*nb));
-		if (!nb) {
-			/* me lives on the caller's stack */
-			for (struct item **q = &w->queue; *q; q = &(*q)->next) {
-				if (*q == me) {
-					*q = me->next;
-					break;
-				}
-			}
-			pthread_mutex_unlock(&w->lock);
-			return -ENOMEM;
-		}
-		w->busy = nb;
-		w->busy[w->nbusy++] = key;
-		for (pp = &w->queue; *pp;) {
-			struct item *it = *pp;
-
-			if (strcmp(it->f->ctr.id, me->f->ctr.id) == 0 &&
-			    strcmp(it->parent, me->parent) == 0) {
-				*pp = it->next;
-				it->next = batch;
-				batch = it;
-			} else {
-				pp = &it->next;
-			}
-		}
-		pthread_mutex_unlock(&w->lock);
-		{
-			int ret = put_batch(w, batch);
-
-			pthread_mutex_lock(&w->lock);
-			for (struct item *it = batch, *next; it; it = next) {
-				next = it->next;
-				it->result = ret;
-				it->done = true;
-			}
-		}
-		busy_del(w, key);
-		pthread_cond_broadcast(&w->cond);
-	}
-	pthread_mutex_unlock(&w->lock);
-	return me->result;
-}
-
-/* f (locked) is in the container now, by a change that began at
- * wall-clock second t0: unlocks it and records what was written. */
-static void landed(struct wfile *f, long t0)
-{
-	struct stat st;
-
-	f->dirty = false;
-	f->in_container = true;
-	journal_drop(f->w->journal, f->jent);
-	atomic_store(&f->attempts, 0);
-	atomic_store(&f->last_err, 0);
-	if (f->links > 1) {
-		/* the archive API writes a file by putting a new one in its
-		 * place: it cannot write through to the other names */
-		log_warn("'%s' in container '%s' had %lu hard links: the new "
-			 "content is a new file under this name; the other "
-			 "names keep the old content",
-			 f->path, f->ctr.name, (unsigned long)f->links);
-		f->links = 1;
-	}
-	stat_locked(f, &st);
-	/* before a rename or unlink waiting for f can change what it says */
-	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
-	pthread_mutex_unlock(&f->lock);
-}
-
-int wfile_commit(struct wfile *f)
-{
-	char parent[PATH_MAX];
-	struct item me = {.f = f, .parent = parent};
-	long t0 = engine_now(f->w->e);
-	int ret = 0;
-
-	pthread_mutex_lock(&f->lock);
-	me.name = strrchr(f->path, '/') + 1;
-	if (f->error) {
-		ret = f->error;
-		goto out;
-	}
-	if (!f->dirty || f->unlinked)
-		goto out;
-	pathmap_parent(f->path, parent, sizeof(parent));
-	ret = commit_grouped(f->w, &me);
-	f->failed = ret < 0;
-	if (ret == 0) {
-		landed(f, t0);
-		return 0;
-	}
-out:
-	pthread_mutex_unlock(&f->lock);
-	return ret;
-}
-
-/* f->lock held: write-back gives up on f's data, whose close succeeded
- * long ago, after its tries (at unmount, after one): the data is kept
- * outside the spool, or the log says it is lost. Once: f is clean then. */
-static void rescue_locked(struct wfile *f)
-{
-	char where[PATH_MAX + 64];
-	int n = atomic_load(&f->attempts), err = atomic_load(&f->last_err);
-	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
-			       sizeof(where));
-
-	wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
-			 strerror(err < 0 ? -err : EIO),
-			 ret == 0 ? where : NULL);
-
-	if (ret == 0) {
-		log_err("gave up writing '%s' in container '%s' after %d "
-			"%s: its data is kept in %s",
-			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
-			where);
-		journal_drop(f->w->journal, f->jent);
-	} else if (journal_recorded(f->jent)) {
-		/* the next start tries it again */
-		log_err("gave up writing '%s' in container '%s' after %d "
-			"%s: cannot keep a copy in %s: %s; its data stays in "
-			"the journal (%s)",
-			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
-			where, strerror(-ret), journal_path(f->w->journal));
-		f->jkeep = true;
-	} else {
-		log_err("gave up writing '%s' in container '%s' after %d "
-			"%s: its data is lost (cannot keep a copy in %s: %s)",
-			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
-			where, strerror(-ret));
-	}
-	f->dirty = false;
-}
-
 void wfile_put(struct wfile *f)
 {
 	struct writer *w = f->w;
@@ -1088,7 +654,7 @@ void wfile_put(struct wfile *f)
 		return;
 	}
 	for (;;) {
-		if (queue_locked(w, f, f->dirty)) {
+		if (writer_wb_queue_locked(w, f, f->dirty)) {
 			pthread_mutex_unlock(
 			    &w->lock); /* a lookup keeps the due */
 			return;
@@ -1104,7 +670,7 @@ void wfile_put(struct wfile *f)
 		give_up = f->dirty && !f->unlinked && !f->error &&
 			  (tries >= WB_ATTEMPTS || (draining && tries > 0));
 		if (give_up)
-			rescue_locked(f);
+			writer_wb_rescue_locked(f);
 		told = f->failed; /* a failed close was told already */
 		pthread_mutex_unlock(&f->lock);
 		if (!give_up && !told) {
@@ -1126,462 +692,4 @@ void wfile_put(struct wfile *f)
 	unlist_locked(w, f);
 	pthread_mutex_unlock(&w->lock);
 	wfile_free(f);
-}
-
-struct mem_body {
-	char buf[HDR_MAX + 3 * TAR_BLOCK];
-	size_t len;
-	bool sent;
-};
-
-static int mem_next(void *ctx, struct engine_piece *p)
-{
-	struct mem_body *b = ctx;
-
-	if (!p) { /* again from the start (engine.h) */
-		b->sent = false;
-		return 0;
-	}
-	if (b->sent)
-		return 0;
-	b->sent = true;
-	p->buf = b->buf;
-	p->len = b->len;
-	return 1;
-}
-
-int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,
-		     const struct tar_entry *te)
-{
-	struct mem_body *b = calloc(1, sizeof(*b));
-	char msg[512];
-	ssize_t n;
-	int ret;
-
-	if (!b)
-		return -ENOMEM;
-	n = tarstream_header(te, b->buf, HDR_MAX);
-	if (n < 0) {
-		free(b);
-		return (int)n;
-	}
-	b->len = (size_t)n + 2 * TAR_BLOCK; /* calloc'd: the trailer */
-	ret = engine_archive_put(w->e, c->id, dir, mem_next, b, 0, msg,
-				 sizeof(msg));
-	if (ret < 0)
-		log_err("cannot create '%s' in '%s' of container '%s': %s",
-			te->name, dir, c->name, msg);
-	free(b);
-	return ret;
-}
-
-/* The longest common directory of the parents of n paths. */
-static void common_parent(struct wfile **fs, size_t n, char *out, size_t len)
-{
-	size_t l;
-
-	pathmap_parent(fs[0]->path, out, len);
-	for (size_t i = 1; i < n; i++) {
-		while (strcmp(out, "/") != 0) {
-			l = strlen(out);
-			if (strncmp(fs[i]->path, out, l) == 0 &&
-			    fs[i]->path[l] == '/')
-				break;
-			pathmap_parent(out, out, len);
-		}
-	}
-}
-
-/* Write-back: commits n closed files of one container with one PUT at
- * their common directory, names relative to it. */
-static int by_address(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t) * (struct wfile *const *)a;
-	uintptr_t y = (uintptr_t) * (struct wfile *const *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
-			bool draining)
-{
-	char dir[PATH_MAX];
-	struct item *items = calloc(n, sizeof(*items));
-	long t0 = engine_now(w->e);
-	size_t dlen, k = 0;
-	int ret;
-
-	if (!items)
-		return;
-	/* locked from here to landed(): their names hold still. One removed,
-	 * rewritten (and committed) or broken since it was queued is left
-	 * out; fs is reordered, the caller puts all n. Locked in the order
-	 * of their addresses, as writer_rename() takes two. */
-	qsort(fs, n, sizeof(*fs), by_address);
-	for (size_t i = 0; i < n; i++) {
-		struct wfile *f = fs[i];
-
-		pthread_mutex_lock(&f->lock);
-		if (!f->dirty || f->unlinked || f->error) {
-			pthread_mutex_unlock(&f->lock);
-			continue;
-		}
-		fs[i] = fs[k];
-		fs[k++] = f;
-	}
-	n = k;
-	if (n == 0) {
-		free(items);
-		return;
-	}
-	common_parent(fs, n, dir, sizeof(dir));
-	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
-	for (size_t i = 0; i < n; i++) {
-		items[i].f = fs[i];
-		items[i].parent = dir;
-		items[i].name = fs[i]->path + dlen;
-		items[i].next = i + 1 < n ? &items[i + 1] : NULL;
-	}
-	if (draining && w->drain_gone) {
-		/* unmount: the engine did not answer the drain's first PUT;
-		 * each file counts that as its try, no timeout more */
-		log_err("write-back: %zu file(s) in '%s' of container '%s' not "
-			"sent at unmount: the engine is gone",
-			n, dir, fs[0]->ctr.name);
-		ret = -EIO;
-	} else {
-		ret = put_batch(w, items);
-		if (ret < 0 && draining &&
-		    (ret == -ETIMEDOUT || engine_down(w->e)))
-			w->drain_gone = true;
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct wfile *f = fs[i];
-
-		if (ret == 0) {
-			landed(f, t0);
-		} else {
-			atomic_fetch_add(&f->attempts, 1);
-			atomic_store(&f->last_err, ret);
-			pthread_mutex_unlock(&f->lock);
-		}
-	}
-	if (ret < 0) /* the closes returned long ago: the next caller hears */
-		wbstatus_failed(w->status, fs[0]->ctr.id, ret);
-	if (ret == 0)
-		log_dbg("write-back: %zu files in '%s' with one PUT", n, dir);
-	free(items);
-}
-
-/* w->lock held: f goes in the PUT of first, which is due. It waits for
- * write-back in the same container, and is not a failed file whose next
- * try is not due yet. A file that failed WB_ALONE times goes alone, and
- * alone with it: one file that cannot land (its directory replaced in the
- * container, say) then fails no other; a batch that failed for the
- * engine's sake (down, restarting) goes together once more first.
- * Unmount's drain keeps these batches; each gets one try there, and once
- * the engine has not answered one of them the rest are not sent
- * (flush_batch()): an engine that is gone costs one timeout, not one per
- * file. */
-static bool batchable(const struct writer *w, const struct wfile *f,
-		      const struct wfile *first, double now)
-{
-	if (f == first)
-		return true;
-	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0 ||
-	    atomic_load(&f->attempts) >= WB_ALONE ||
-	    atomic_load(&first->attempts) >= WB_ALONE)
-		return false;
-	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
-}
-
-static void *flusher_main(void *arg)
-{
-	struct writer *w = arg;
-
-	pthread_mutex_lock(&w->lock);
-	while (!w->stopping) {
-		struct wfile *first = NULL, **batch;
-		double now = now_mono();
-		size_t n = 0;
-		bool draining;
-
-		for (struct wfile *f = w->files; f; f = f->next)
-			if (f->pending && (!first || f->due < first->due))
-				first = f;
-		if (!first) {
-			pthread_cond_broadcast(&w->flush_cond); /* drained */
-			pthread_cond_wait(&w->flush_cond, &w->lock);
-			continue;
-		}
-		if (first->due > now && !w->draining) {
-			struct timespec ts;
-			double wait = first->due - now;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)wait;
-			ts.tv_nsec +=
-			    (long)((wait - (double)(time_t)wait) * 1e9);
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
-			continue;
-		}
-		for (struct wfile *f = w->files; f; f = f->next)
-			if (batchable(w, f, first, now))
-				n++;
-		batch = malloc(n * sizeof(*batch));
-		w->inflight = batch != NULL;
-		n = 0;
-		for (struct wfile *f = w->files; batch && f; f = f->next) {
-			if (batchable(w, f, first, now)) {
-				f->pending = false;
-				f->flushing = true;
-				f->refs++;
-				batch[n++] = f;
-			}
-		}
-		draining = w->draining;
-		pthread_mutex_unlock(&w->lock);
-		if (batch) {
-			flush_batch(w, batch, n, draining);
-			pthread_mutex_lock(&w->lock);
-			for (size_t i = 0; i < n; i++)
-				batch[i]->flushing = false;
-			pthread_mutex_unlock(&w->lock);
-			/* a failed one is queued again by its put */
-			for (size_t i = 0; i < n; i++)
-				wfile_put(batch[i]);
-			free(batch);
-		}
-		pthread_mutex_lock(&w->lock);
-		w->inflight = false;
-		pthread_cond_broadcast(&w->flush_cond); /* settled */
-	}
-	pthread_mutex_unlock(&w->lock);
-	return NULL;
-}
-
-int writer_set_writeback(struct writer *w, double delay)
-{
-	int ret;
-
-	if (delay <= 0 || w->flusher_started)
-		return 0;
-	ret = pthread_create(&w->flusher, NULL, flusher_main, w);
-	if (ret != 0)
-		return -ret; /* closes commit at once */
-	pthread_mutex_lock(&w->lock);
-	w->writeback = delay;
-	w->flusher_started = true;
-	pthread_mutex_unlock(&w->lock);
-	return 0;
-}
-
-void writer_set_journal(struct writer *w, struct journal *j)
-{
-	w->journal = j;
-}
-
-bool writer_writeback(const struct writer *w)
-{
-	return w->writeback > 0;
-}
-
-/* w->lock held, dropped: makes the n files of list due now and waits until
- * each has had its try (our references keep a failed one out of the queue
- * until its put); returns the first error of those that did not land when
- * errors is set, and puts them. */
-static int settle_list(struct writer *w, struct wfile **list, size_t n,
-		       bool errors)
-{
-	int ret = 0;
-
-	for (size_t i = 0; i < n; i++)
-		list[i]->due = 0; /* now */
-	for (;;) {
-		bool any = false;
-
-		for (size_t i = 0; i < n && !any; i++)
-			any = list[i]->pending || list[i]->flushing;
-		if (!any)
-			break;
-		pthread_cond_broadcast(&w->flush_cond);
-		pthread_cond_wait(&w->flush_cond, &w->lock);
-	}
-	pthread_mutex_unlock(&w->lock);
-	for (size_t i = 0; i < n; i++) {
-		struct wfile *f = list[i];
-
-		if (errors && !ret) {
-			pthread_mutex_lock(&f->lock);
-			if (f->error)
-				ret = f->error;
-			else if (f->dirty && !f->unlinked)
-				ret = atomic_load(&f->last_err) < 0
-					  ? atomic_load(&f->last_err)
-					  : -EIO;
-			pthread_mutex_unlock(&f->lock);
-		}
-		wfile_put(f); /* a failed one is queued again here */
-	}
-	return ret;
-}
-
-bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
-		   bool deep)
-{
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
-	struct wfile **list;
-
-	if (!w->flusher_started)
-		return false;
-	/* the files pending now, not those closed while we wait: a writer
-	 * that keeps closing files there must not hold us up for good */
-	pthread_mutex_lock(&w->lock);
-	/* a rename (deep) takes the failed ones too: they would land under
-	 * the old name; a look at a directory or a change of its attributes
-	 * leaves them their delay */
-	list = collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
-	settle_list(w, list, n, false);
-	free(list);
-	return n > 0;
-}
-
-int writer_sync(struct writer *w, const char *ctr_id, const char *dir)
-{
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
-	struct wfile **list;
-	int ret = 0, told;
-
-	if (w->flusher_started) {
-		pthread_mutex_lock(&w->lock);
-		/* pending ones, failed ones waiting for their next try too */
-		list =
-		    collect_locked(w, ctr_id, dir, dlen, true, true, true, &n);
-		ret = settle_list(w, list, n, true);
-		free(list);
-	}
-	told = wbstatus_take(w->status, ctr_id, true);
-	return ret < 0 ? ret : told;
-}
-
-int wfile_take_failure(struct wfile *f, bool sync)
-{
-	return wbstatus_take(f->w->status, f->ctr.id, sync);
-}
-
-/* One container's line of the status: its pending files and bytes. */
-struct pend {
-	char name[sizeof(((struct ctr *)0)->name)];
-	size_t files;
-	long long bytes;
-};
-
-static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (*len >= max)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + *len, max - *len, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		*len = (size_t)n < max - *len ? *len + (size_t)n : max - 1;
-}
-
-/* A path or name as a field of a status line: no tab or newline. */
-static const char *field(const char *s, char *out, size_t len)
-{
-	size_t i;
-
-	for (i = 0; s[i] && i + 1 < len; i++)
-		out[i] = s[i] == '\t' || s[i] == '\n' ? ' ' : s[i];
-	out[i] = '\0';
-	return out;
-}
-
-size_t writer_status(struct writer *w, char *buf, size_t max)
-{
-	struct pend *pends = NULL;
-	size_t n = 0, npend = 0, len = 0;
-	struct wfile **list = NULL;
-
-	buf[0] = '\0';
-	pthread_mutex_lock(&w->lock);
-	if (w->flusher_started)
-		list = collect_locked(w, NULL, "", 0, true, true, true, &n);
-	pthread_mutex_unlock(&w->lock);
-	pends = n ? calloc(n, sizeof(*pends)) : NULL;
-	for (size_t i = 0; i < n; i++) {
-		struct wfile *f = list[i];
-		char p[PATH_MAX], c[sizeof(pends->name)];
-		struct stat st;
-		size_t k;
-		int err;
-
-		pthread_mutex_lock(&f->lock);
-		err = atomic_load(&f->last_err);
-		if (f->dirty && !f->unlinked && pends) {
-			for (k = 0; k < npend; k++)
-				if (strcmp(pends[k].name, f->ctr.name) == 0)
-					break;
-			if (k == npend)
-				snprintf(pends[npend++].name,
-					 sizeof(pends->name), "%s",
-					 f->ctr.name);
-			stat_locked(f, &st);
-			pends[k].files++;
-			pends[k].bytes += (long long)st.st_size;
-			if (err < 0)
-				status_add(buf, &len, max,
-					   "retrying\t%s\t%s\t%s\n",
-					   field(f->ctr.name, c, sizeof(c)),
-					   field(f->path, p, sizeof(p)),
-					   strerror(-err));
-		}
-		pthread_mutex_unlock(&f->lock);
-		wfile_put(f);
-	}
-	for (size_t k = 0; k < npend; k++) {
-		char c[sizeof(pends->name)];
-
-		status_add(buf, &len, max, "pending\t%s\t%zu\t%lld\n",
-			   field(pends[k].name, c, sizeof(c)), pends[k].files,
-			   pends[k].bytes);
-	}
-	free(pends);
-	free(list);
-	wbstatus_lines(w->status, buf, &len, max);
-	return len;
-}
-
-void writer_drain(struct writer *w)
-{
-	if (!w->flusher_started)
-		return;
-	pthread_mutex_lock(&w->lock);
-	w->draining = true;
-	for (;;) {
-		bool any = false;
-
-		for (struct wfile *f = w->files; f; f = f->next)
-			any = any || f->pending;
-		if (!any && !w->inflight)
-			break;
-		pthread_cond_broadcast(&w->flush_cond);
-		pthread_cond_wait(&w->flush_cond, &w->lock);
-	}
-	w->stopping = true;
-	pthread_cond_broadcast(&w->flush_cond);
-	pthread_mutex_unlock(&w->lock);
-	pthread_join(w->flusher, NULL);
-	w->flusher_started = false;
 }

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the writer's files share with each other, and with no one else. Not
+ * part of the writer's API (writer.h):
+ *
+ *   writer.c         files being written: their state, spool, metadata,
+ *                    rename and unlink, the last reference
+ *   writer_commit.c  a commit: the tar body, one PUT, group commit
+ *   writer_wb.c      write-back: the flusher thread, its batches, retries
+ *                    and rescue, settle, sync, status, drain
+ *
+ * struct writer and struct wfile are made and freed in writer.c.
+ */
+#ifndef CTRFS_WRITER_INT_H
+#define CTRFS_WRITER_INT_H
+
+#include "ctr.h"
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+struct jentry;
+struct wbstatus;
+
+struct wfile {
+	struct writer *w;
+	pthread_mutex_t lock;
+	int refs; /* under w->lock */
+	struct ctr ctr;
+	char *path;
+	int fd;
+	struct stat st;	   /* the header: mode, uid, gid, mtime */
+	bool mtime_set;	   /* an explicit utimens: keep it */
+	bool dirty;	   /* changed since the last commit */
+	bool in_container; /* exists there under path */
+	bool unlinked;
+	bool failed;   /* the last commit failed and close said so */
+	bool closing;  /* a thread dropped the last reference and tears down */
+	bool pending;  /* write-back: closed, to be committed at due */
+	bool flushing; /* write-back: in the flusher's PUT now */
+	double due;
+	unsigned long opens; /* references taken by lookups and opens */
+	atomic_int attempts; /* write-back commits of its data that failed */
+	atomic_int last_err; /* the last one's -errno */
+	atomic_int error;    /* a failed write: never commit half a file (read
+			      * unlocked by wfile_error()) */
+	atomic_bool ready;   /* the spool holds the content it started with */
+	bool in_mem;	     /* fd is in the memory spool */
+	bool stay_in_mem;    /* moving it to disk failed: it stays */
+	nlink_t links;	     /* names the container's file had at the open */
+	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
+	struct jentry *jent; /* write-back: its journal entry, or NULL */
+	bool jkeep; /* the journal holds the only copy of its data: keep it */
+	struct wfile *next;
+};
+
+/* Write-back's tries of one file's data: after a failure the delay before
+ * the next doubles, up to WB_RETRY_MAX seconds; with -o writeback=1 it
+ * keeps trying for about two minutes, long enough for an engine restart.
+ * Unmount's drain tries once more, at once (not at all once the engine
+ * did not answer it), then keeps what failed in the rescue directory
+ * (spool_rescue()). */
+#define WB_ATTEMPTS  8
+#define WB_ALONE     2 /* failures after which a file is sent alone */
+#define WB_RETRY_MAX 30.0
+
+/* One file of a group commit. */
+struct item {
+	struct wfile *f;
+	char *parent;
+	const char *name; /* the entry's name, relative to parent */
+	int result;
+	bool done;
+	struct item *next;
+};
+
+struct writer {
+	struct engine *e;
+	struct meta *m;
+	struct spool *spool;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct wfile *files;
+	struct item *queue;
+	char **busy; /* "ctr id/parent" keys being committed */
+	size_t nbusy;
+	double writeback; /* seconds a closed file waits, 0: commit at close */
+	pthread_t flusher;
+	bool flusher_started;
+	bool draining; /* commit everything pending now */
+	bool inflight; /* the flusher holds a batch (until its files are put) */
+	bool drain_gone; /* the drain found the engine gone (flusher only) */
+	bool stopping;
+	pthread_cond_t flush_cond;
+	long long mem_cap;     /* bytes the memory spool may hold, in all */
+	atomic_llong mem_used; /* what the files in it reserved */
+	struct wbstatus
+	    *status; /* write-back failures, for fsync and --status */
+	struct journal *journal; /* pending files outlive the daemon, or NULL */
+};
+
+/* writer.c. f->lock held: f's attributes as a stat reports them, its
+ * size that of its spool file. */
+void writer_stat_locked(struct wfile *f, struct stat *st);
+/* writer.c. f->lock held: writes f's journal entry (journal.h); 0 or
+ * -errno. */
+int writer_journal_locked(struct wfile *f);
+/* writer.c. w->lock held: referenced wfiles below dir (wfile_put() each,
+ * free() the array). */
+struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
+				     const char *dir, size_t dlen, bool deep,
+				     bool queued, bool failed, size_t *n);
+
+/* writer_commit.c. Sends items (same container and directory) in one PUT;
+ * 0 or -errno, the failure logged. */
+int writer_commit_put_batch(struct writer *w, struct item *items);
+/* writer_commit.c. f (locked) is in the container now, by a change that
+ * began at wall-clock second t0: unlocks it and records what was written. */
+void writer_commit_landed(struct wfile *f, long t0);
+
+/* writer_wb.c. w->lock held: queues f for write-back when it is to wait
+ * for it; whether it does. */
+bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty);
+/* writer_wb.c. f->lock held: write-back gives up on f's data: a copy kept,
+ * or the loss logged. */
+void writer_wb_rescue_locked(struct wfile *f);
+
+#endif

@@ -1,0 +1,530 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/* Write-back: files closed after writing wait in a queue that one thread,
+ * the flusher, sends in batches (one PUT per container at the files'
+ * common directory); failed ones are tried again with a growing delay,
+ * then kept by the rescue; settle, sync, status and drain wait for it or
+ * report on it. */
+#include "writer.h"
+#include "writer_int.h"
+#include "ctr.h"
+#include "engine.h"
+#include "journal.h"
+#include "log.h"
+#include "pathmap.h"
+#include "spool.h"
+#include "wbstatus.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#include <time.h>
+
+/* The wait before the next write-back try of a file that failed
+ * attempts times, with write-back delay wb. */
+static double wb_delay(double wb, int attempts)
+{
+	double d = wb, cap = wb > WB_RETRY_MAX ? wb : WB_RETRY_MAX;
+
+	for (int i = 0; i < attempts && d < cap; i++)
+		d *= 2;
+	return d < cap ? d : cap;
+}
+
+/* w->lock held: queues f for write-back if it has data to send (dirty:
+ * changed since its last commit) and write-back has not given up on it;
+ * one already queued or being sent keeps its place. Whether it waits for
+ * write-back now. */
+bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty)
+{
+	if (w->writeback <= 0 || !dirty || f->error || f->unlinked ||
+	    atomic_load(&f->attempts) >= WB_ATTEMPTS ||
+	    (w->draining && atomic_load(&f->attempts) > 0))
+		return false;
+	if (!f->pending && !f->flushing) {
+		f->pending = true;
+		f->due = now_mono() +
+			 wb_delay(w->writeback, atomic_load(&f->attempts));
+	}
+	pthread_cond_broadcast(&w->flush_cond);
+	return true;
+}
+
+int wfile_queue(struct wfile *f)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&f->lock);
+	/* in the journal before the close returns */
+	if (f->dirty && !f->error && !f->unlinked)
+		ret = writer_journal_locked(f);
+	if (ret == 0) {
+		pthread_mutex_lock(&f->w->lock);
+		writer_wb_queue_locked(f->w, f, f->dirty);
+		pthread_mutex_unlock(&f->w->lock);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (ret < 0) {
+		/* it would not outlive the daemon: the close waits for it */
+		log_err("cannot keep '%s' in container '%s' in the journal: "
+			"%s; committing it at once",
+			f->path, f->ctr.name, strerror(-ret));
+		ret = wfile_commit(f);
+	}
+	return ret;
+}
+
+/* f->lock held: write-back gives up on f's data, whose close succeeded
+ * long ago, after its tries (at unmount, after one): the data is kept
+ * outside the spool, or the log says it is lost. Once: f is clean then. */
+void writer_wb_rescue_locked(struct wfile *f)
+{
+	char where[PATH_MAX + 64];
+	int n = atomic_load(&f->attempts), err = atomic_load(&f->last_err);
+	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
+			       sizeof(where));
+
+	wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
+			 strerror(err < 0 ? -err : EIO),
+			 ret == 0 ? where : NULL);
+
+	if (ret == 0) {
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"%s: its data is kept in %s",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where);
+		journal_drop(f->w->journal, f->jent);
+	} else if (journal_recorded(f->jent)) {
+		/* the next start tries it again */
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"%s: cannot keep a copy in %s: %s; its data stays in "
+			"the journal (%s)",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where, strerror(-ret), journal_path(f->w->journal));
+		f->jkeep = true;
+	} else {
+		log_err("gave up writing '%s' in container '%s' after %d "
+			"%s: its data is lost (cannot keep a copy in %s: %s)",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			where, strerror(-ret));
+	}
+	f->dirty = false;
+}
+
+/* The longest common directory of the parents of n paths. */
+static void common_parent(struct wfile **fs, size_t n, char *out, size_t len)
+{
+	size_t l;
+
+	pathmap_parent(fs[0]->path, out, len);
+	for (size_t i = 1; i < n; i++) {
+		while (strcmp(out, "/") != 0) {
+			l = strlen(out);
+			if (strncmp(fs[i]->path, out, l) == 0 &&
+			    fs[i]->path[l] == '/')
+				break;
+			pathmap_parent(out, out, len);
+		}
+	}
+}
+
+/* Write-back: commits n closed files of one container with one PUT at
+ * their common directory, names relative to it. */
+static int by_address(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (struct wfile *const *)a;
+	uintptr_t y = (uintptr_t) * (struct wfile *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
+			bool draining)
+{
+	char dir[PATH_MAX];
+	struct item *items = calloc(n, sizeof(*items));
+	long t0 = engine_now(w->e);
+	size_t dlen, k = 0;
+	int ret;
+
+	if (!items)
+		return;
+	/* locked from here to writer_commit_landed(): their names hold still.
+	 * One removed, rewritten (and committed) or broken since it was queued
+	 * is left out; fs is reordered, the caller puts all n. Locked in the
+	 * order of their addresses, as writer_rename() takes two. */
+	qsort(fs, n, sizeof(*fs), by_address);
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = fs[i];
+
+		pthread_mutex_lock(&f->lock);
+		if (!f->dirty || f->unlinked || f->error) {
+			pthread_mutex_unlock(&f->lock);
+			continue;
+		}
+		fs[i] = fs[k];
+		fs[k++] = f;
+	}
+	n = k;
+	if (n == 0) {
+		free(items);
+		return;
+	}
+	common_parent(fs, n, dir, sizeof(dir));
+	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+	for (size_t i = 0; i < n; i++) {
+		items[i].f = fs[i];
+		items[i].parent = dir;
+		items[i].name = fs[i]->path + dlen;
+		items[i].next = i + 1 < n ? &items[i + 1] : NULL;
+	}
+	if (draining && w->drain_gone) {
+		/* unmount: the engine did not answer the drain's first PUT;
+		 * each file counts that as its try, no timeout more */
+		log_err("write-back: %zu file(s) in '%s' of container '%s' not "
+			"sent at unmount: the engine is gone",
+			n, dir, fs[0]->ctr.name);
+		ret = -EIO;
+	} else {
+		ret = writer_commit_put_batch(w, items);
+		if (ret < 0 && draining &&
+		    (ret == -ETIMEDOUT || engine_down(w->e)))
+			w->drain_gone = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = fs[i];
+
+		if (ret == 0) {
+			writer_commit_landed(f, t0);
+		} else {
+			atomic_fetch_add(&f->attempts, 1);
+			atomic_store(&f->last_err, ret);
+			pthread_mutex_unlock(&f->lock);
+		}
+	}
+	if (ret < 0) /* the closes returned long ago: the next caller hears */
+		wbstatus_failed(w->status, fs[0]->ctr.id, ret);
+	if (ret == 0)
+		log_dbg("write-back: %zu files in '%s' with one PUT", n, dir);
+	free(items);
+}
+
+/* w->lock held: f goes in the PUT of first, which is due. It waits for
+ * write-back in the same container, and is not a failed file whose next
+ * try is not due yet. A file that failed WB_ALONE times goes alone, and
+ * alone with it: one file that cannot land (its directory replaced in the
+ * container, say) then fails no other; a batch that failed for the
+ * engine's sake (down, restarting) goes together once more first.
+ * Unmount's drain keeps these batches; each gets one try there, and once
+ * the engine has not answered one of them the rest are not sent
+ * (flush_batch()): an engine that is gone costs one timeout, not one per
+ * file. */
+static bool batchable(const struct writer *w, const struct wfile *f,
+		      const struct wfile *first, double now)
+{
+	if (f == first)
+		return true;
+	if (!f->pending || strcmp(f->ctr.id, first->ctr.id) != 0 ||
+	    atomic_load(&f->attempts) >= WB_ALONE ||
+	    atomic_load(&first->attempts) >= WB_ALONE)
+		return false;
+	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
+}
+
+static void *flusher_main(void *arg)
+{
+	struct writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->stopping) {
+		struct wfile *first = NULL, **batch;
+		double now = now_mono();
+		size_t n = 0;
+		bool draining;
+
+		for (struct wfile *f = w->files; f; f = f->next)
+			if (f->pending && (!first || f->due < first->due))
+				first = f;
+		if (!first) {
+			pthread_cond_broadcast(&w->flush_cond); /* drained */
+			pthread_cond_wait(&w->flush_cond, &w->lock);
+			continue;
+		}
+		if (first->due > now && !w->draining) {
+			struct timespec ts;
+			double wait = first->due - now;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t)wait;
+			ts.tv_nsec +=
+			    (long)((wait - (double)(time_t)wait) * 1e9);
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
+			continue;
+		}
+		for (struct wfile *f = w->files; f; f = f->next)
+			if (batchable(w, f, first, now))
+				n++;
+		batch = malloc(n * sizeof(*batch));
+		w->inflight = batch != NULL;
+		n = 0;
+		for (struct wfile *f = w->files; batch && f; f = f->next) {
+			if (batchable(w, f, first, now)) {
+				f->pending = false;
+				f->flushing = true;
+				f->refs++;
+				batch[n++] = f;
+			}
+		}
+		draining = w->draining;
+		pthread_mutex_unlock(&w->lock);
+		if (batch) {
+			flush_batch(w, batch, n, draining);
+			pthread_mutex_lock(&w->lock);
+			for (size_t i = 0; i < n; i++)
+				batch[i]->flushing = false;
+			pthread_mutex_unlock(&w->lock);
+			/* a failed one is queued again by its put */
+			for (size_t i = 0; i < n; i++)
+				wfile_put(batch[i]);
+			free(batch);
+		}
+		pthread_mutex_lock(&w->lock);
+		w->inflight = false;
+		pthread_cond_broadcast(&w->flush_cond); /* settled */
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+int writer_set_writeback(struct writer *w, double delay)
+{
+	int ret;
+
+	if (delay <= 0 || w->flusher_started)
+		return 0;
+	ret = pthread_create(&w->flusher, NULL, flusher_main, w);
+	if (ret != 0)
+		return -ret; /* closes commit at once */
+	pthread_mutex_lock(&w->lock);
+	w->writeback = delay;
+	w->flusher_started = true;
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+void writer_set_journal(struct writer *w, struct journal *j)
+{
+	w->journal = j;
+}
+
+bool writer_writeback(const struct writer *w)
+{
+	return w->writeback > 0;
+}
+
+/* w->lock held, dropped: makes the n files of list due now and waits until
+ * each has had its try (our references keep a failed one out of the queue
+ * until its put); returns the first error of those that did not land when
+ * errors is set, and puts them. */
+static int settle_list(struct writer *w, struct wfile **list, size_t n,
+		       bool errors)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < n; i++)
+		list[i]->due = 0; /* now */
+	for (;;) {
+		bool any = false;
+
+		for (size_t i = 0; i < n && !any; i++)
+			any = list[i]->pending || list[i]->flushing;
+		if (!any)
+			break;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_cond_wait(&w->flush_cond, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = list[i];
+
+		if (errors && !ret) {
+			pthread_mutex_lock(&f->lock);
+			if (f->error)
+				ret = f->error;
+			else if (f->dirty && !f->unlinked)
+				ret = atomic_load(&f->last_err) < 0
+					  ? atomic_load(&f->last_err)
+					  : -EIO;
+			pthread_mutex_unlock(&f->lock);
+		}
+		wfile_put(f); /* a failed one is queued again here */
+	}
+	return ret;
+}
+
+bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
+		   bool deep)
+{
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	struct wfile **list;
+
+	if (!w->flusher_started)
+		return false;
+	/* the files pending now, not those closed while we wait: a writer
+	 * that keeps closing files there must not hold us up for good */
+	pthread_mutex_lock(&w->lock);
+	/* a rename (deep) takes the failed ones too: they would land under
+	 * the old name; a look at a directory or a change of its attributes
+	 * leaves them their delay */
+	list =
+	    writer_collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
+	settle_list(w, list, n, false);
+	free(list);
+	return n > 0;
+}
+
+int writer_sync(struct writer *w, const char *ctr_id, const char *dir)
+{
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	struct wfile **list;
+	int ret = 0, told;
+
+	if (w->flusher_started) {
+		pthread_mutex_lock(&w->lock);
+		/* pending ones, failed ones waiting for their next try too */
+		list = writer_collect_locked(w, ctr_id, dir, dlen, true, true,
+					     true, &n);
+		ret = settle_list(w, list, n, true);
+		free(list);
+	}
+	told = wbstatus_take(w->status, ctr_id, true);
+	return ret < 0 ? ret : told;
+}
+
+int wfile_take_failure(struct wfile *f, bool sync)
+{
+	return wbstatus_take(f->w->status, f->ctr.id, sync);
+}
+
+/* One container's line of the status: its pending files and bytes. */
+struct pend {
+	char name[sizeof(((struct ctr *)0)->name)];
+	size_t files;
+	long long bytes;
+};
+
+static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void status_add(char *buf, size_t *len, size_t max, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*len >= max)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *len, max - *len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*len = (size_t)n < max - *len ? *len + (size_t)n : max - 1;
+}
+
+/* A path or name as a field of a status line: no tab or newline. */
+static const char *field(const char *s, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		out[i] = s[i] == '\t' || s[i] == '\n' ? ' ' : s[i];
+	out[i] = '\0';
+	return out;
+}
+
+size_t writer_status(struct writer *w, char *buf, size_t max)
+{
+	struct pend *pends = NULL;
+	size_t n = 0, npend = 0, len = 0;
+	struct wfile **list = NULL;
+
+	buf[0] = '\0';
+	pthread_mutex_lock(&w->lock);
+	if (w->flusher_started)
+		list =
+		    writer_collect_locked(w, NULL, "", 0, true, true, true, &n);
+	pthread_mutex_unlock(&w->lock);
+	pends = n ? calloc(n, sizeof(*pends)) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = list[i];
+		char p[PATH_MAX], c[sizeof(pends->name)];
+		struct stat st;
+		size_t k;
+		int err;
+
+		pthread_mutex_lock(&f->lock);
+		err = atomic_load(&f->last_err);
+		if (f->dirty && !f->unlinked && pends) {
+			for (k = 0; k < npend; k++)
+				if (strcmp(pends[k].name, f->ctr.name) == 0)
+					break;
+			if (k == npend)
+				snprintf(pends[npend++].name,
+					 sizeof(pends->name), "%s",
+					 f->ctr.name);
+			writer_stat_locked(f, &st);
+			pends[k].files++;
+			pends[k].bytes += (long long)st.st_size;
+			if (err < 0)
+				status_add(buf, &len, max,
+					   "retrying\t%s\t%s\t%s\n",
+					   field(f->ctr.name, c, sizeof(c)),
+					   field(f->path, p, sizeof(p)),
+					   strerror(-err));
+		}
+		pthread_mutex_unlock(&f->lock);
+		wfile_put(f);
+	}
+	for (size_t k = 0; k < npend; k++) {
+		char c[sizeof(pends->name)];
+
+		status_add(buf, &len, max, "pending\t%s\t%zu\t%lld\n",
+			   field(pends[k].name, c, sizeof(c)), pends[k].files,
+			   pends[k].bytes);
+	}
+	free(pends);
+	free(list);
+	wbstatus_lines(w->status, buf, &len, max);
+	return len;
+}
+
+void writer_drain(struct writer *w)
+{
+	if (!w->flusher_started)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->draining = true;
+	for (;;) {
+		bool any = false;
+
+		for (struct wfile *f = w->files; f; f = f->next)
+			any = any || f->pending;
+		if (!any && !w->inflight)
+			break;
+		pthread_cond_broadcast(&w->flush_cond);
+		pthread_cond_wait(&w->flush_cond, &w->lock);
+	}
+	w->stopping = true;
+	pthread_cond_broadcast(&w->flush_cond);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->flusher, NULL);
+	w->flusher_started = false;
+}
