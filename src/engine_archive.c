@@ -371,6 +371,9 @@ static bool lost_on_reuse(CURL *h, CURLcode cc)
 	return conns == 0 && code == 0;
 }
 
+/* Longer than a screen: the two ways of sending (sendfile, curl), the one
+ * resend on a new connection and the reading of the reply share the
+ * handle, the headers and one exit path. */
 int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 		       engine_piece_fn fn, void *ctx, off_t bulk, char *msg,
 		       size_t msglen)

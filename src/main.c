@@ -241,6 +241,9 @@ static int print_status(const char *mnt)
 	return failed ? 2 : pending ? 1 : 0;
 }
 
+/* Start-up in the order it must happen (options, engine, version, mount),
+ * read top to bottom with one exit path: longer than a screen on purpose,
+ * each step's failure an exit status of its own. */
 int main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);

@@ -308,6 +308,9 @@ static bool grew(struct reader *r)
 	       S_ISREG(st.st_mode) && st.st_size > r->pos;
 }
 
+/* One READ: the cases of where off lies against the transfer (in its
+ * ring, ahead of it, behind it, past its end) are one decision, kept in
+ * one place rather than spread over helpers that share its locals. */
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off)
 {
 	size_t done = 0;
