@@ -733,6 +733,11 @@ def mount(engine, mount_root, tmp_path, request):
         if env is None:
             env = dict(os.environ)
             env.pop("DOCKER_HOST", None)
+            # the daemon's spool, journal and rescue directories go under
+            # the test's own directory, never the host's /var/tmp
+            tmpdir = tmp_path / "tmpdir"
+            tmpdir.mkdir(exist_ok=True)
+            env["TMPDIR"] = str(tmpdir)
         with open(log, "wb") as logf:
             logf.write(("$ " + " ".join(cmd) + "\n").encode())
             logf.flush()
