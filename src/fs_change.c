@@ -207,7 +207,9 @@ int ctrfs_link(const char *from, const char *to)
 	ctr_put(fs->ctrs, c2);
 	if (ret == 0)
 		ret = stat_path(fs, c, ifrom, &st);
-	if (ret == 0 && !S_ISREG(st.st_mode))
+	/* a tar hard link names any entry but a directory, as link(2) does
+	 * (a symlink itself, a fifo, a device node) */
+	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EPERM;
 	if (ret < 0)
 		goto out_put;

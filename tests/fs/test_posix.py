@@ -260,3 +260,31 @@ def test_a_time_read_back_after_a_get_keeps_its_nanoseconds(mount, container):
     inside = c.exec("stat", "-c", "%Y %y", "/vt/f").decode().split()
     frac = inside[2].split(".")[1]
     assert int(inside[0]) * 10**9 + int(frac.ljust(9, "0")[:9]) == first
+
+
+@pytest.mark.parametrize("kind", ["fifo", "chr", "symlink"])
+def test_a_hard_link_of_any_non_directory(mount, container, kind):
+    """link(2) makes a second name for any file but a directory, as a tar
+    hard link entry can: a fifo, a device node, a symlink itself (not its
+    target). It gave EPERM for all but regular files."""
+    c = container()
+    make = {"fifo": "mkfifo /hl/a", "chr": "mknod /hl/a c 1 3", "symlink": "ln -s target /hl/a"}
+    c.sh("mkdir /hl && " + make[kind])
+    m = mount()
+    call_with_timeout(os.link, m.p(c, "/hl/a"), m.p(c, "/hl/b"), timeout=60)
+    inside = c.exec("stat", "-c", "%i %h %F", "/hl/a", "/hl/b").decode().splitlines()
+    assert inside[0] == inside[1] and inside[0].split()[1] == "2", inside
+    st_a, st_b = os.lstat(m.p(c, "/hl/a")), os.lstat(m.p(c, "/hl/b"))
+    assert stat.S_IFMT(st_b.st_mode) == stat.S_IFMT(st_a.st_mode)
+    assert (st_a.st_ino, st_a.st_nlink) == (st_b.st_ino, 2)
+    if kind == "symlink":
+        assert os.readlink(m.p(c, "/hl/b")) == "target"
+
+
+def test_a_hard_link_of_a_directory_is_eperm(mount, container):
+    c = container()
+    c.sh("mkdir -p /hd/d")
+    m = mount()
+    e = errno_of(os.link, m.p(c, "/hd/d"), m.p(c, "/hd/e"))
+    assert e == errno.EPERM, errname(e)
+    assert c.exec("ls", "/hd").split() == [b"d"]
