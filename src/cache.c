@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "cache.h"
+#include "cache_int.h"
 #include "pathmap.h"
 
 #include <errno.h>
@@ -10,38 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct cache_blob;
-
-struct node {
-	struct node *next;
-	uint64_t hash;
-	char *key; /* ns '\0' path '\0' */
-	size_t keylen;
-	struct cache_attr attr;
-	char *link;
-	char *names; /* listing: packed names, or NULL */
-	size_t nnames;
-	size_t names_bytes;
-	long snapshot;
-	double listed_at; /* now_mono() when the listing was last known whole */
-	long own_from, own_until; /* wall seconds of our own last change */
-	double own_settled; /* now_mono() when no other change can share them */
-	struct cache_blob *data; /* where the content is, or NULL */
-	off_t dataoff;
-	off_t datalen;
-	long data_snapshot; /* wall-clock second its GET began */
-};
-
-struct cache {
-	pthread_mutex_t lock;
-	struct node **buckets;
-	size_t nbuckets;
-	size_t count;
-	size_t max;
-	off_t data_bytes;
-	off_t data_budget;
-};
 
 static uint64_t fnv1a(const char *s, size_t len)
 {
@@ -84,6 +53,12 @@ struct cache *cache_new(size_t max_entries)
 	c->nbuckets = 1024;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
 	if (!c->buckets) {
+		free(c);
+		return NULL;
+	}
+	c->inos = calloc(INO_BUCKETS, sizeof(*c->inos));
+	if (!c->inos) {
+		free(c->buckets);
 		free(c);
 		return NULL;
 	}
@@ -148,6 +123,7 @@ static void clear_locked(struct cache *c)
 		}
 		c->buckets[i] = NULL;
 	}
+	memset(c->inos, 0, INO_BUCKETS * sizeof(*c->inos));
 	c->count = 0;
 }
 
@@ -157,6 +133,7 @@ void cache_free(struct cache *c)
 		return;
 	clear_locked(c);
 	free(c->buckets);
+	free(c->inos);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -173,7 +150,7 @@ static struct node **find_slot(struct cache *c, const char *key, size_t len,
 	return pp;
 }
 
-static struct node *lookup(struct cache *c, const char *ns, const char *path)
+struct node *cache_lookup(struct cache *c, const char *ns, const char *path)
 {
 	char key[8192];
 	size_t len = make_key(key, sizeof(key), ns, path);
@@ -211,7 +188,7 @@ int cache_get(struct cache *c, const char *ns, const char *path,
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
+	n = cache_lookup(c, ns, path);
 	if (n) {
 		*attr = n->attr;
 		if (link && linklen) {
@@ -237,7 +214,7 @@ static void drop_listing(struct node *n)
 	n->names_bytes = 0;
 }
 
-static void drop_data(struct cache *c, struct node *n)
+void cache_drop_data(struct cache *c, struct node *n)
 {
 	c->data_bytes -= n->datalen;
 	cache_blob_put(n->data);
@@ -280,7 +257,7 @@ static bool own_window_over(struct node *n, long mtime, double now)
  * only when it lies before the second the content was read in (equal
  * nanoseconds say more only when there are some: a tar header has none).
  */
-static bool data_holds(const struct node *n, const struct stat *st)
+bool cache_data_holds(const struct node *n, const struct stat *st)
 {
 	const struct stat *old = &n->attr.st;
 
@@ -304,8 +281,8 @@ static void merge(struct cache *c, struct node *n,
 	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
 	bool holds;
 
-	if (n->data && !data_holds(n, &attr->st))
-		drop_data(c, n);
+	if (n->data && !cache_data_holds(n, &attr->st))
+		cache_drop_data(c, n);
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	/* a tar header's mtime has whole seconds: the same second from it,
@@ -329,7 +306,7 @@ static void merge(struct cache *c, struct node *n,
 		}
 	} else {
 		n->attr.flags &= ~CACHE_SHARED_INO;
-		if (attr->st.st_nlink > 1)
+		if (attr->st.st_nlink > 1 && !S_ISDIR(attr->st.st_mode))
 			n->attr.flags |= CACHE_SHARED_INO;
 	}
 	if (!(attr->flags & CACHE_OWNER) && (old.flags & CACHE_OWNER) &&
@@ -378,8 +355,9 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_lock(&c->lock);
 	pp = find_slot(c, key, len, h);
 	if (*pp) {
-		merge(c, *pp, attr, link);
-		goto out;
+		n = *pp;
+		merge(c, n, attr, link);
+		goto out_sync;
 	}
 	if (c->count >= c->max) {
 		clear_locked(c);
@@ -400,7 +378,7 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO);
 	if (!n->attr.st.st_ino)
 		n->attr.st.st_ino = cache_new_ino();
-	else if (attr->st.st_nlink > 1)
+	else if (attr->st.st_nlink > 1 && !S_ISDIR(attr->st.st_mode))
 		n->attr.flags |= CACHE_SHARED_INO;
 	n->own_from = 1; /* no change of ours yet: an empty window */
 	if (link) {
@@ -412,6 +390,11 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	c->count++;
 	if (c->count > c->nbuckets)
 		grow(c);
+out_sync:
+	cache_ino_hook(c, n);
+	cache_sync_names(c, n);
+	if (S_ISDIR(n->attr.st.st_mode) && n->names)
+		cache_dir_nlink(c, n);
 out:
 	full = c->count >= c->max - c->max / 8;
 	pthread_mutex_unlock(&c->lock);
@@ -424,10 +407,10 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 	struct node *n;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
+	n = cache_lookup(c, ns, path);
 	if (n) {
-		if (st && n->data && !data_holds(n, st))
-			drop_data(c, n);
+		if (st && n->data && !cache_data_holds(n, st))
+			cache_drop_data(c, n);
 		n->attr.validated = now;
 		if (n->names &&
 		    (!listing_holds(n, n->attr.st.st_mtim.tv_sec, true) ||
@@ -451,6 +434,7 @@ static void unlink_node(struct cache *c, struct node *victim)
 	for (; *pp; pp = &(*pp)->next) {
 		if (*pp == victim) {
 			*pp = victim->next;
+			cache_ino_unhook(c, victim);
 			c->data_bytes -= victim->datalen;
 			node_free(victim);
 			c->count--;
@@ -466,11 +450,11 @@ void cache_remove(struct cache *c, const char *ns, const char *path)
 
 	pathmap_parent(path, parent, sizeof(parent));
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
+	n = cache_lookup(c, ns, path);
 	if (n)
 		unlink_node(c, n);
 	if (strcmp(parent, path) != 0) {
-		n = lookup(c, ns, parent);
+		n = cache_lookup(c, ns, parent);
 		if (n)
 			drop_listing(n);
 	}
@@ -496,6 +480,8 @@ static void remove_below_locked(struct cache *c, const char *ns,
 			    memcmp(n->key, ns, nslen) == 0 &&
 			    strncmp(p, path, plen) == 0 && p[plen] == '/') {
 				*pp = n->next;
+				cache_ino_unhook(c,
+						 n); /* moved or gone with it */
 				c->data_bytes -= n->datalen;
 				node_free(n);
 				c->count--;
@@ -528,6 +514,7 @@ void cache_drop_ns(struct cache *c, const char *ns)
 			if (n->keylen > nslen &&
 			    memcmp(n->key, ns, nslen) == 0) {
 				*pp = n->next;
+				cache_ino_unhook(c, n);
 				c->data_bytes -= n->datalen;
 				node_free(n);
 				c->count--;
@@ -547,7 +534,7 @@ int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, dirpath);
+	n = cache_lookup(c, ns, dirpath);
 	if (n && S_ISDIR(n->attr.st.st_mode)) {
 		char *copy = malloc(bytes ? bytes : 1);
 
@@ -561,6 +548,7 @@ int cache_set_listing(struct cache *c, const char *ns, const char *dirpath,
 			n->names_bytes = bytes;
 			n->snapshot = snapshot;
 			n->listed_at = n->attr.validated;
+			cache_dir_nlink(c, n);
 			ret = 0;
 		}
 	}
@@ -581,7 +569,7 @@ int cache_listing(struct cache *c, const char *ns, const char *dirpath,
 	if (dlen == 1)
 		dlen = 0; /* the root: children are "/name" */
 	pthread_mutex_lock(&c->lock);
-	dir = lookup(c, ns, dirpath);
+	dir = cache_lookup(c, ns, dirpath);
 	if (!dir || !dir->names)
 		goto out_unlock;
 	ret = -ENOMEM;
@@ -601,7 +589,7 @@ int cache_listing(struct cache *c, const char *ns, const char *dirpath,
 		memcpy(child, dirpath, dlen);
 		child[dlen] = '/';
 		memcpy(child + dlen + 1, p, nlen + 1);
-		cn = lookup(c, ns, child);
+		cn = cache_lookup(c, ns, child);
 		if (!cn)
 			goto out_unlock;
 		out->ents[i].name = p;
@@ -630,7 +618,7 @@ struct subtree {
  * PATH_MAX, that it extends and restores) to t. Under the cache lock. */
 static int subtree_walk(struct subtree *t, char *path, size_t len)
 {
-	struct node *dir = lookup(t->c, t->ns, path);
+	struct node *dir = cache_lookup(t->c, t->ns, path);
 	const char *p;
 	size_t base = len == 1 ? 0 : len; /* the root: "/name" */
 
@@ -646,7 +634,7 @@ static int subtree_walk(struct subtree *t, char *path, size_t len)
 			return -E2BIG;
 		path[base] = '/';
 		memcpy(path + base + 1, p, nlen + 1);
-		cn = lookup(t->c, t->ns, path);
+		cn = cache_lookup(t->c, t->ns, path);
 		if (!cn) {
 			path[len] = '\0';
 			return -ENOENT;
@@ -693,7 +681,7 @@ int cache_subtree(struct cache *c, const char *ns, const char *dirpath,
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->lock);
 	ret = subtree_walk(&t, path, len);
-	dir = ret == 0 ? lookup(c, ns, dirpath) : NULL;
+	dir = ret == 0 ? cache_lookup(c, ns, dirpath) : NULL;
 	if (dir) {
 		const char *p = dir->names;
 		size_t base = len == 1 ? 0 : len;
@@ -703,7 +691,7 @@ int cache_subtree(struct cache *c, const char *ns, const char *dirpath,
 
 			path[base] = '/';
 			memcpy(path + base + 1, p, strlen(p) + 1);
-			cn = lookup(c, ns, path);
+			cn = cache_lookup(c, ns, path);
 			if (cn && cn->attr.validated < stale_before)
 				out->stale_children++;
 		}
@@ -778,12 +766,16 @@ void cache_forget(struct cache *c, const char *ns, const char *path, bool tree)
 	pthread_mutex_lock(&c->lock);
 	if (tree)
 		remove_below_locked(c, ns, path);
-	n = lookup(c, ns, path);
-	if (n)
+	n = cache_lookup(c, ns, path);
+	if (n) {
+		cache_name_gone(c, n);
 		unlink_node(c, n);
-	n = lookup(c, ns, parent);
-	if (n && strcmp(parent, path) != 0)
+	}
+	n = cache_lookup(c, ns, parent);
+	if (n && strcmp(parent, path) != 0 && n->names) {
 		listing_del(n, base);
+		cache_dir_nlink(c, n);
+	}
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -796,7 +788,7 @@ void cache_listing_add(struct cache *c, const char *ns, const char *path)
 
 	split(path, parent, sizeof(parent), &base);
 	pthread_mutex_lock(&c->lock);
-	dir = lookup(c, ns, parent);
+	dir = cache_lookup(c, ns, parent);
 	if (dir && dir->names && listing_find(dir, base, &off) < 0) {
 		size_t l = strlen(base) + 1;
 		char *nb = realloc(dir->names, dir->names_bytes + l);
@@ -806,6 +798,7 @@ void cache_listing_add(struct cache *c, const char *ns, const char *path)
 			dir->names = nb;
 			dir->names_bytes += l;
 			dir->nnames++;
+			cache_dir_nlink(c, dir);
 		} else {
 			drop_listing(dir);
 		}
@@ -826,7 +819,7 @@ int cache_in_listing(struct cache *c, const char *ns, const char *path,
 	if (strcmp(parent, path) == 0)
 		return -1;
 	pthread_mutex_lock(&c->lock);
-	dir = lookup(c, ns, parent);
+	dir = cache_lookup(c, ns, parent);
 	if (dir && dir->names && dir->listed_at >= fresh_after)
 		ret = listing_find(dir, base, &off) >= 0;
 	pthread_mutex_unlock(&c->lock);
@@ -847,10 +840,10 @@ bool cache_set_data(struct cache *c, const char *ns, const char *path,
 	bool ok = false;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
+	n = cache_lookup(c, ns, path);
 	if (n && S_ISREG(n->attr.st.st_mode) && len == n->attr.st.st_size &&
 	    c->data_bytes - n->datalen + len <= c->data_budget) {
-		drop_data(c, n);
+		cache_drop_data(c, n);
 		n->data = cache_blob_get(b);
 		n->dataoff = off;
 		n->datalen = len;
@@ -869,7 +862,7 @@ int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
 	int ret = -1;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, path);
+	n = cache_lookup(c, ns, path);
 	if (n && n->data) {
 		*fd = dup(n->data->fd);
 		*off = n->dataoff;
@@ -886,7 +879,7 @@ void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 	struct node *n;
 
 	pthread_mutex_lock(&c->lock);
-	n = lookup(c, ns, dir);
+	n = cache_lookup(c, ns, dir);
 	if (n) {
 		n->attr.validated = 0; /* its mtime moved: ask again */
 		n->own_from = from;

@@ -9,6 +9,7 @@
 #ifndef CTRFS_CACHE_H
 #define CTRFS_CACHE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -87,6 +88,16 @@ void cache_touch(struct cache *c, const char *ns, const char *path, double now);
 void cache_confirm(struct cache *c, const char *ns, const char *path,
 		   const struct stat *st, double now);
 
+/*
+ * The other names cached for path's file (entries that share its number,
+ * CACHE_SHARED_INO): up to max of them copied into names. Returns how
+ * many. Every name of such a file shows one record: storing one entry
+ * copies the file's attributes to the others (docs/design.md, "One
+ * record for all names of a file").
+ */
+size_t cache_names_of(struct cache *c, const char *ns, const char *path,
+		      char (*names)[PATH_MAX], size_t max);
+
 /* Forgets a path and the listing of its parent directory. */
 void cache_remove(struct cache *c, const char *ns, const char *path);
 
@@ -96,7 +107,8 @@ void cache_remove_tree(struct cache *c, const char *ns, const char *path);
 /*
  * For changes ctrfs made itself: forgets path (and everything below it
  * when tree is set) and removes or adds its name in the parent's listing,
- * which stays valid.
+ * which stays valid (and the parent's link count with it). The other
+ * names of a forgotten path's file count one link less.
  */
 void cache_forget(struct cache *c, const char *ns, const char *path, bool tree);
 void cache_listing_add(struct cache *c, const char *ns, const char *path);

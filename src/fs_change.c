@@ -10,6 +10,7 @@
 
 #include "fs_int.h"
 #include "agent.h"
+#include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
@@ -37,6 +38,37 @@ static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
 	if (w)
 		return wfile_get(w);
 	return writer_find(fs->writer, c->id, inner);
+}
+
+/* The other names of files that a change touches (hard links) that the
+ * cache knows: the kernel keeps attributes per name (a node per path), so
+ * a change through one name must drop them at the others, whose entries
+ * the cache has changed with it (docs/design.md, "One record for all
+ * names of a file"). */
+#define NAMES_MAX 8
+struct names {
+	size_t n;
+	char path[NAMES_MAX][PATH_MAX];
+};
+
+/* Adds the other names of inner's file to nm. */
+static void names_of(struct fs *fs, struct ctr *c, const char *inner,
+		     struct names *nm)
+{
+	nm->n += cache_names_of(fs->cache, c->id, inner, nm->path + nm->n,
+				NAMES_MAX - nm->n);
+}
+
+/* The change is made: the kernel asks for the names' attributes again. */
+static void names_changed(struct ctr *c, const struct names *nm)
+{
+	char mp[PATH_MAX + 256];
+
+	for (size_t i = 0; i < nm->n; i++) {
+		if (snprintf(mp, sizeof(mp), "/%s%s", c->name, nm->path[i]) <
+		    (int)sizeof(mp))
+			fuse_invalidate_path(fuse_get_context()->fuse, mp);
+	}
 }
 
 static const char *base_of(const char *path)
@@ -192,6 +224,7 @@ int ctrfs_link(const char *from, const char *to)
 	struct ctr *c, *c2;
 	char dir[PATH_MAX];
 	struct tar_entry te;
+	struct names nm = {0};
 	struct stat st;
 	long t0 = engine_now(fs->e);
 	size_t dlen;
@@ -234,9 +267,11 @@ int ctrfs_link(const char *from, const char *to)
 				* more link */
 		meta_update(fs->meta, c, ifrom, &st);
 		meta_committed(fs->meta, c, ito, &st, t0);
-		/* the kernel holds the old name's attributes as another
-		 * inode (paths, not inodes, here): tell it they moved */
+		/* the kernel holds the old names' attributes as other
+		 * inodes (paths, not inodes, here): tell it they moved */
 		fuse_invalidate_path(fuse_get_context()->fuse, from);
+		names_of(fs, c, ifrom, &nm);
+		names_changed(c, &nm);
 	} else if (ret < 0) {
 		meta_forget(fs->meta, c, ito); /* perhaps made, reply lost */
 	}
@@ -250,12 +285,14 @@ static int remove_path(const char *path, const char *tool)
 	struct fs *fs = fs_get();
 	long t0 = engine_now(fs->e);
 	const char *inner;
+	struct names nm = {0};
 	struct wfile *w;
 	struct ctr *c;
 	int ret = resolve_change(fs, path, &c, &inner);
 
 	if (ret < 0)
 		return ret;
+	names_of(fs, c, inner, &nm);
 	{
 		const char *argv[] = {tool, "--", inner, NULL};
 		struct tool_call rm = {fs, c, argv, inner};
@@ -277,6 +314,8 @@ static int remove_path(const char *path, const char *tool)
 		meta_committed(fs->meta, c, inner, NULL, t0);
 	else
 		meta_forget(fs->meta, c, inner); /* perhaps removed */
+	if (ret == 0)
+		names_changed(c, &nm); /* one link less */
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -304,6 +343,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	struct fs *fs = fs_get();
 	long t0 = engine_now(fs->e);
 	const char *ifrom, *ito;
+	struct names nm = {0};
 	struct ctr *c, *c2;
 	struct wfile *w, *t;
 	struct stat st;
@@ -328,6 +368,8 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		goto out_put;
 	/* a directory's pending files go in under its old name first */
 	writer_settle(fs->writer, c->id, ifrom, true);
+	names_of(fs, c, ifrom, &nm);
+	names_of(fs, c, ito, &nm); /* the file replaced loses a link */
 	w = writer_find(fs->writer, c->id, ifrom);
 	t = writer_find(fs->writer, c->id, ito);
 	{
@@ -380,6 +422,8 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	} else if (ret == 0) {
 		meta_moved(fs->meta, c, ifrom, ito, t0);
 	}
+	if (ret == 0)
+		names_changed(c, &nm);
 out_put:
 	ctr_put(fs->ctrs, c);
 	return ret;
@@ -441,6 +485,7 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 	struct handle *h = fi ? handle_of(fi) : NULL;
 	bool deferred = h && h->deferred;
 	const char *inner;
+	struct names nm = {0};
 	struct wfile *w;
 	struct stat st;
 	struct ctr *c;
@@ -474,10 +519,13 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
 		tool_optional = false;
-		/* apply() left in st what the path is now */
-		if (ret == 0)
+		/* apply() left in st what the path is now, and what its
+		 * other names are */
+		if (ret == 0) {
 			meta_update(fs->meta, c, inner, &st);
-		else
+			names_of(fs, c, inner, &nm);
+			names_changed(c, &nm);
+		} else
 			meta_forget(fs->meta, c, inner);
 		if (ret == -EOPNOTSUPP && apply == apply_utimens)
 			ret = utimens_by_copy(fs, c, inner, arg);
@@ -612,9 +660,12 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 	if (S_ISDIR(st->st_mode))
 		return -EISDIR;
 	if (size == 0) {
-		/* an empty file of the same name, mode and owner: a PUT */
+		/* an empty file of the same name, mode and owner: a PUT,
+		 * a new file, which leaves the name's hard links */
 		engine_clock(fs->e, &st->st_mtim);
 		st->st_size = 0;
+		st->st_ino = 0;
+		st->st_nlink = 1;
 		return put_entry(fs, c, inner, st, NULL);
 	}
 	st->st_size = size;

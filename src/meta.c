@@ -161,21 +161,32 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
 		long since)
 {
-	struct cache_attr a;
+	struct cache_attr a, b;
 	char lbuf[PATH_MAX];
-	/* `mv` keeps a file's type, mode, owner, size and mtime: what was
-	 * fresh and whole under the old name is so under the new one (a
+	/* `mv` keeps a file's number, type, mode, owner, size and mtime:
+	 * what was whole under the old name is so under the new one (a
 	 * default-mode `rsync -a` renames every file it writes, and asking
 	 * the new name again cost a HEAD and a GET for its owner each) */
 	bool keep = cache_get(m->c, c->id, from, &a, lbuf, sizeof(lbuf)) == 0 &&
-		    S_ISREG(a.st.st_mode) && (a.flags & CACHE_OWNER) &&
-		    !stale(m, c, a.validated);
+		    (a.flags & CACHE_OWNER);
 
+	/* two names of one file: one of them went */
+	if (keep && cache_get(m->c, c->id, to, &b, NULL, 0) == 0 &&
+	    b.st.st_ino == a.st.st_ino && a.st.st_nlink > 1)
+		a.st.st_nlink--;
 	meta_committed(m, c, from, NULL, since);
-	if (keep)
-		meta_committed(m, c, to, &a.st, since);
-	else
+	if (!keep) {
 		meta_appeared(m, c, to, since);
+		return;
+	}
+	cache_forget(m->c, c->id, to, true);
+	/* a directory comes without its listing, and is asked again: moved
+	 * to another parent, its `..` changed */
+	if (S_ISDIR(a.st.st_mode))
+		a.validated = 0;
+	cache_put(m->c, c->id, to, &a, (a.flags & CACHE_LINK) ? lbuf : NULL);
+	cache_listing_add(m->c, c->id, to);
+	parent_changed(m, c, to, since);
 }
 
 void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)

@@ -73,9 +73,10 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
 		 off_t *off, off_t *len);
 
-/* Records a rename ctrfs made: from is gone, and to has what from had when
- * that was a regular file's fresh attributes, owner included; else to's
- * attributes are to be asked (meta_appeared). */
+/* Records a rename ctrfs made: from is gone, and to has what from had
+ * (its number, and its owner when known; a directory without its listing
+ * and to be asked again); else to's attributes are to be asked
+ * (meta_appeared). */
 void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
 		long since);
 
