@@ -963,6 +963,82 @@ static void test_inode_numbers(void)
 	cache_free(c);
 }
 
+/* Three names of one file show one record: a change stored under one
+ * name shows under all, a name ctrfs removes counts one link less. */
+static void test_hard_link_names(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 0, 0, 3);
+	char names[4][PATH_MAX];
+	ino_t ino = cache_new_ino();
+
+	a.st.st_ino = ino;
+	cache_put(c, "ns", "/n0", &a, NULL);
+	cache_put(c, "ns", "/n1", &a, NULL);
+	cache_put(c, "ns", "/n2", &a, NULL);
+	put_file(c, "ns", "/other", 1);
+	CHECK_INT((int)cache_names_of(c, "ns", "/n1", names, 4), 2);
+	CHECK(strcmp(names[0], "/n1") != 0 && strcmp(names[1], "/n1") != 0);
+	CHECK_INT((int)cache_names_of(c, "ns", "/other", names, 4), 0);
+	/* chmod and chown through n1 (meta_update keeps the number) */
+	a = owned(S_IFREG | 0201, 1000, 65534, 65533, 3);
+	a.st.st_ino = ino;
+	cache_put(c, "ns", "/n1", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/n0", &a, NULL, 0), 0);
+	CHECK(a.st.st_mode == (S_IFREG | 0201) && a.st.st_uid == 65534 &&
+	      a.st.st_gid == 65533 && a.st.st_nlink == 3 && a.st.st_ino == ino);
+	/* a HEAD of n2 (no owner, no number) that saw a new mode */
+	a = attr_of(S_IFREG | 0600, 1000, 0, 0);
+	cache_put(c, "ns", "/n2", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/n0", &a, NULL, 0), 0);
+	CHECK(a.st.st_mode == (S_IFREG | 0600) && a.st.st_uid == 65534);
+	/* unlink n2: the others count two links */
+	cache_forget(c, "ns", "/n2", false);
+	CHECK_INT(cache_get(c, "ns", "/n0", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 2);
+	CHECK_INT((int)cache_names_of(c, "ns", "/n0", names, 4), 1);
+	CHECK(strcmp(names[0], "/n1") == 0);
+	/* evicted or forgotten without being removed: no name is lost */
+	cache_remove(c, "ns", "/n1");
+	CHECK_INT(cache_get(c, "ns", "/n0", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 2);
+	CHECK_INT((int)cache_names_of(c, "ns", "/n0", names, 4), 0);
+	cache_drop_ns(c, "ns");
+	CHECK_INT((int)cache_count(c), 0);
+	cache_free(c);
+}
+
+/* A directory's link count is 2 and one per subdirectory while its
+ * listing is known, 1 when a child is not cached. */
+static void test_dir_nlink(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_dir(c, "ns", "/d", 1000);
+	put_dir(c, "ns", "/d/x", 1000);
+	put_dir(c, "ns", "/d/y", 1000);
+	put_file(c, "ns", "/d/f", 1);
+	CHECK_INT(cache_set_listing(c, "ns", "/d", "f\0x\0y", 3, 6, 5000), 0);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 4);
+	CHECK(!(a.flags & CACHE_SHARED_INO));
+	put_dir(c, "ns", "/d", 1000); /* a tar header again: nlink 1 */
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 4);
+	put_dir(c, "ns", "/d/z", 1000); /* mkdir through the mount */
+	cache_listing_add(c, "ns", "/d/z");
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 5);
+	cache_forget(c, "ns", "/d/x", true); /* rmdir */
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 4);
+	cache_listing_add(c, "ns", "/d/new"); /* not cached: cannot count */
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 1);
+	cache_free(c);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -1011,5 +1087,7 @@ int main(void)
 	test_confirm();
 	test_listing_own_window_listed_again_once();
 	test_inode_numbers();
+	test_hard_link_names();
+	test_dir_nlink();
 	return check_report();
 }
