@@ -137,4 +137,12 @@ int ctrfs_utimens(const char *path, const struct timespec tv[2],
 		  struct fuse_file_info *fi);
 int ctrfs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
 
+/* fs_xattr.c: extended attributes, as the engine's tar carries them */
+int ctrfs_getxattr(const char *path, const char *name, char *value,
+		   size_t size);
+int ctrfs_listxattr(const char *path, char *list, size_t size);
+int ctrfs_setxattr(const char *path, const char *name, const char *value,
+		   size_t size, int flags);
+int ctrfs_removexattr(const char *path, const char *name);
+
 #endif

@@ -8,6 +8,7 @@
 #include "pathmap.h"
 #include "spool.h"
 #include "tarstream.h"
+#include "xattrs.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -371,6 +372,9 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 		fill_defaults(&a.st);
 		if (cache_put(l->m->c, l->c->id, path, &a, te->symlink))
 			l->shallow = true;
+		if (S_ISREG(a.st.st_mode))
+			xattrs_put(l->m->xa, l->c->id, path, &a.st, te->xattrs,
+				   te->xattrs_len);
 		if (S_ISREG(te->st.st_mode) && te->st.st_size <= PREFETCH_MAX)
 			ret = prefetch(l, path, te->st.st_size);
 	}

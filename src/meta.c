@@ -10,6 +10,7 @@
 #include "pathmap.h"
 #include "pathstat.h"
 #include "tarstream.h"
+#include "xattrs.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -68,6 +69,11 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_cond_init(&m->cond, NULL);
 	pthread_mutex_init(&m->probe_lock, NULL);
+	m->xa = xattrs_new(XATTRS_ENTRIES, XATTRS_BYTES);
+	if (!m->xa) {
+		free(m);
+		return NULL;
+	}
 	return m;
 }
 
@@ -83,6 +89,7 @@ void meta_free(struct meta *m)
 		pthread_join(m->ahead, NULL);
 	free(m->claim);
 	cache_blob_put(m->probe_blob);
+	xattrs_free(m->xa);
 	pthread_mutex_destroy(&m->probe_lock);
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
@@ -107,6 +114,9 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 	    (old.st.st_mode & S_IFMT) == (a.st.st_mode & S_IFMT))
 		a.st.st_nlink = old.st.st_nlink;
 	cache_put(m->c, c->id, path, &a, te->symlink);
+	if (S_ISREG(a.st.st_mode))
+		xattrs_put(m->xa, c->id, path, &a.st, te->xattrs,
+			   te->xattrs_len);
 }
 
 void meta_touch(struct meta *m, struct ctr *c, const char *path)
@@ -873,4 +883,30 @@ int meta_listing(struct meta *m, struct ctr *c, const char *dir,
 	}
 	log_fail(c, "list", dir, "the cache cannot hold the listing");
 	return -EIO;
+}
+
+int meta_xattrs(struct meta *m, struct ctr *c, const char *path,
+		const struct stat *st, char **pack, size_t *len)
+{
+	struct cache_attr a;
+	int ret = xattrs_get(m->xa, c->id, path, st, pack, len);
+
+	if (ret != -ENOENT)
+		return ret;
+	/* a tar header says them: the first entry of a GET of the file */
+	ret = probe(m, c, path);
+	if (ret < 0)
+		return ret;
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
+	    xattrs_get(m->xa, c->id, path, &a.st, pack, len) == 0)
+		return 0;
+	*pack = NULL; /* not kept (no memory): none known */
+	*len = 0;
+	return 0;
+}
+
+void meta_xattrs_put(struct meta *m, const struct ctr *c, const char *path,
+		     const struct stat *st, const char *pack, size_t len)
+{
+	xattrs_put(m->xa, c->id, path, st, pack, len);
 }

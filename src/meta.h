@@ -89,6 +89,18 @@ void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since);
 void meta_update(struct meta *m, struct ctr *c, const char *path,
 		 const struct stat *st);
 
+/*
+ * The extended attributes of regular file path, whose attributes are st,
+ * as its tar header carries them (packed, xattrs.h; the caller frees
+ * *pack): from what tars said, else a GET of the file (its header). 0 or
+ * -errno.
+ */
+int meta_xattrs(struct meta *m, struct ctr *c, const char *path,
+		const struct stat *st, char **pack, size_t *len);
+/* Records the extended attributes ctrfs just put with path, as st. */
+void meta_xattrs_put(struct meta *m, const struct ctr *c, const char *path,
+		     const struct stat *st, const char *pack, size_t len);
+
 /* Forgets path (after an ENOENT from the engine). */
 void meta_forget(struct meta *m, struct ctr *c, const char *path);
 

@@ -26,6 +26,11 @@
 /* ... and at most this many entries: the engine's work is per file, so a
  * subtree of countless tiny files is not read far for its owner either */
 #define PROBE_ENTRIES 2048
+/* The xattr table (xattrs.h): regular files whose sets are known (most
+ * are empty: 40 bytes and the path each) and bytes of values; the engine
+ * carries security.capability alone, 20 or 24 bytes. */
+#define XATTRS_ENTRIES 32768
+#define XATTRS_BYTES   ((size_t)256 << 10)
 /* Containers remembered to lack `find` or `stat`. */
 #define NO_EXEC_MAX 16
 
@@ -80,6 +85,8 @@ struct meta {
 	pthread_mutex_t probe_lock;
 	struct cache_blob *probe_blob;
 	off_t probe_off;
+	/* regular files' extended attributes, from tar headers */
+	struct xattrs *xa;
 };
 
 static inline ssize_t stream_source(void *ctx, const void **buf)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "tarstream.h"
+#include "xattrs.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,6 +13,8 @@ struct tarstream {
 	tar_read_fn fn;
 	void *ctx;
 	int src_err; /* -errno from the source, kept over libarchive's */
+	char *xa;    /* the current entry's xattrs, packed */
+	size_t xa_len;
 };
 
 static la_ssize_t read_cb(struct archive *a, void *data, const void **buf)
@@ -69,6 +72,29 @@ out_free:
 	return ret;
 }
 
+/* Packs the entry's extended attributes into t->xa. */
+static int read_xattrs(struct tarstream *t, struct archive_entry *ae)
+{
+	const char *name;
+	const void *value;
+	size_t size;
+
+	free(t->xa);
+	t->xa = NULL;
+	t->xa_len = 0;
+	if (archive_entry_xattr_reset(ae) == 0)
+		return 0;
+	while (archive_entry_xattr_next(ae, &name, &value, &size) ==
+	       ARCHIVE_OK) {
+		int r = xattrs_edit(&t->xa, &t->xa_len, name,
+				    value ? value : "", size, 0);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 int tarstream_next(struct tarstream *t, struct tar_entry *e)
 {
 	struct archive_entry *ae;
@@ -95,6 +121,11 @@ int tarstream_next(struct tarstream *t, struct tar_entry *e)
 		e->st.st_rdev = archive_entry_rdev(ae);
 	e->symlink = archive_entry_symlink(ae);
 	e->hardlink = archive_entry_hardlink(ae);
+	r = read_xattrs(t, ae);
+	if (r < 0)
+		return r;
+	e->xattrs = t->xa;
+	e->xattrs_len = t->xa_len;
 	if (e->hardlink) {
 		/* a link entry has no data and no file type of its own */
 		e->st.st_size = 0;
@@ -130,6 +161,7 @@ void tarstream_free(struct tarstream *t)
 	if (!t)
 		return;
 	archive_read_free(t->a);
+	free(t->xa);
 	free(t);
 }
 
@@ -164,6 +196,15 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 		archive_entry_copy_symlink(ae, e->symlink);
 	} else if (e->hardlink) {
 		archive_entry_copy_hardlink(ae, e->hardlink);
+	}
+	{
+		const char *name;
+		const void *value;
+		size_t pos = 0, vlen;
+
+		while (xattrs_next(e->xattrs, e->xattrs_len, &pos, &name,
+				   &value, &vlen))
+			archive_entry_xattr_add_entry(ae, name, value, vlen);
 	}
 	archive_entry_set_size(
 	    ae, S_ISREG(e->st.st_mode) && !e->hardlink ? e->st.st_size : 0);

@@ -21,6 +21,10 @@ struct tar_entry {
 	struct stat st;	      /* type and mode, uid, gid, size, mtime */
 	const char *symlink;  /* raw symlink target, or NULL */
 	const char *hardlink; /* name of an earlier entry of the same file */
+	/* extended attributes (pax SCHILY.xattr.NAME), packed as xattrs.h
+	 * says, or NULL */
+	const char *xattrs;
+	size_t xattrs_len;
 };
 
 struct tarstream;
@@ -45,7 +49,8 @@ void tarstream_free(struct tarstream *t);
  * Writes the header block(s) of one entry (pax extensions where ustar
  * cannot say it: long names, big ids, sub-second mtimes) into out; the
  * entry's data, padded to TAR_BLOCK, follows it in the archive. Uses
- * name, st (type, mode, uid, gid, size, mtime), symlink and hardlink of e.
+ * name, st (type, mode, uid, gid, size, mtime), symlink, hardlink and
+ * xattrs of e.
  * Returns the length, or -errno (-ENAMETOOLONG when out is too small).
  */
 #define TAR_BLOCK 512

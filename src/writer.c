@@ -11,6 +11,7 @@
 #include "reader.h"
 #include "spool.h"
 #include "wbstatus.h"
+#include "xattrs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -133,6 +134,7 @@ static void wfile_free(struct wfile *f)
 		close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f->path);
+	free(f->xattrs);
 	free(f);
 }
 
@@ -217,6 +219,14 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			return ret;
 		}
 	}
+	/* an edit in place keeps the file's extended attributes (a write
+	 * then drops a capability: the kernel removes it) */
+	if (existing && !(flags & O_TRUNC) && S_ISREG(existing->st_mode) &&
+	    (ret = meta_xattrs(w->m, &f->ctr, path, existing, &f->xattrs,
+			       &f->xattrs_len)) < 0)
+		log_warn("'%s' in container '%s': its extended attributes are "
+			 "not known (%s): written without them",
+			 path, c->name, strerror(-ret));
 	atomic_store(&f->ready, true);
 	pthread_mutex_unlock(&f->lock);
 	*out = f;
@@ -452,6 +462,31 @@ void wfile_utimens(struct wfile *f, const struct timespec *mtime)
 	mark_dirty(f);
 	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);
+}
+
+ssize_t wfile_getxattr(struct wfile *f, const char *name, void *value,
+		       size_t size)
+{
+	ssize_t n;
+
+	pthread_mutex_lock(&f->lock);
+	n = name ? xattrs_value(f->xattrs, f->xattrs_len, name, value, size)
+		 : xattrs_names(f->xattrs, f->xattrs_len, value, size);
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+int wfile_setxattr(struct wfile *f, const char *name, const void *value,
+		   size_t size, int flags)
+{
+	int ret;
+
+	pthread_mutex_lock(&f->lock);
+	ret = xattrs_edit(&f->xattrs, &f->xattrs_len, name, value, size, flags);
+	if (ret == 0)
+		mark_dirty(f);
+	pthread_mutex_unlock(&f->lock);
+	return ret;
 }
 
 /* f->lock held: f's name is newpath from now on (p, allocated). */

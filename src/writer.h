@@ -125,6 +125,14 @@ int wfile_truncate(struct wfile *f, off_t size);
 void wfile_chmod(struct wfile *f, mode_t mode);
 void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
 void wfile_utimens(struct wfile *f, const struct timespec *mtime);
+/* getxattr(2) of name, or listxattr(2) when name is NULL, on the set the
+ * file is to be put with. */
+ssize_t wfile_getxattr(struct wfile *f, const char *name, void *value,
+		       size_t size);
+/* setxattr(2) (value not NULL) or removexattr(2) on that set: 0 or
+ * -errno (xattrs_edit()). */
+int wfile_setxattr(struct wfile *f, const char *name, const void *value,
+		   size_t size, int flags);
 
 /*
  * A rename of from to newpath, in the container and in the writer as one

@@ -59,6 +59,8 @@ static int next_item(struct body *b)
 	te.st = f->st;
 	te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
 	te.st.st_size = sp.st_size;
+	te.xattrs = f->xattrs;
+	te.xattrs_len = f->xattrs_len;
 	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
 	if (n < 0)
 		return (int)n;
@@ -258,6 +260,8 @@ void writer_commit_landed(struct wfile *f, long t0)
 	writer_stat_locked(f, &st);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
+	meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
+			f->xattrs_len);
 	pthread_mutex_unlock(&f->lock);
 }
 

@@ -33,7 +33,9 @@ struct wfile {
 	struct ctr ctr;
 	char *path;
 	int fd;
-	struct stat st;	   /* the header: mode, uid, gid, mtime */
+	struct stat st; /* the header: mode, uid, gid, mtime */
+	char *xattrs;	/* ... and its extended attributes (xattrs.h) */
+	size_t xattrs_len;
 	bool mtime_set;	   /* an explicit utimens: keep it */
 	bool dirty;	   /* changed since the last commit */
 	bool in_container; /* exists there under path */
