@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctr.h"
 #include "engine.h"
+#include "events.h"
 #include "log.h"
 #include "pathmap.h"
 
@@ -33,6 +34,10 @@ struct ctr_table {
 	struct ctr_priv *head;
 	double refreshed;
 	int last_err;
+	/* under refresh_lock: the event stream keeps the list current, and
+	 * an access does not list again on age alone (events.c) */
+	bool live;
+	struct events *events;
 };
 
 struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
@@ -65,6 +70,7 @@ void ctr_table_free(struct ctr_table *t)
 
 	if (!t)
 		return;
+	ctr_table_unwatch(t);
 	for (p = t->head; p; p = next) {
 		next = p->next;
 		priv_free(p);
@@ -183,9 +189,9 @@ static int refresh(struct ctr_table *t)
 	return 0;
 }
 
-/* Refreshes the list when older than the TTL, or begun before since (a
- * now_mono() time); one refresher at a time, and those that waited for it
- * take its answer. */
+/* Refreshes the list when older than the TTL (unless the event stream
+ * keeps it current), or begun before since (a now_mono() time); one
+ * refresher at a time, and those that waited for it take its answer. */
 static int ensure_fresh(struct ctr_table *t, double since)
 {
 	double t0;
@@ -193,7 +199,7 @@ static int ensure_fresh(struct ctr_table *t, double since)
 
 	pthread_mutex_lock(&t->refresh_lock);
 	t0 = now_mono();
-	if (t0 - t->refreshed < t->ttl && t->refreshed >= since) {
+	if ((t->live || t0 - t->refreshed < t->ttl) && t->refreshed >= since) {
 		ret = t->last_err;
 	} else {
 		ret = refresh(t);
@@ -202,6 +208,32 @@ static int ensure_fresh(struct ctr_table *t, double since)
 	}
 	pthread_mutex_unlock(&t->refresh_lock);
 	return ret;
+}
+
+int ctr_refresh(struct ctr_table *t)
+{
+	return ensure_fresh(t, now_mono());
+}
+
+void ctr_set_live(struct ctr_table *t, bool live)
+{
+	pthread_mutex_lock(&t->refresh_lock);
+	t->live = live;
+	pthread_mutex_unlock(&t->refresh_lock);
+}
+
+int ctr_table_watch(struct ctr_table *t)
+{
+	if (!t->events)
+		t->events = events_start(t->e, t);
+	return t->events ? 0 : -ENOMEM;
+}
+
+void ctr_table_unwatch(struct ctr_table *t)
+{
+	events_stop(t->events);
+	t->events = NULL;
+	ctr_set_live(t, false);
 }
 
 static int find_name(struct ctr_table *t, const char *name, struct ctr **out)
