@@ -8,6 +8,7 @@ import os
 import time
 
 from conftest import read_file, wait_for
+from test_remote import podman  # noqa: F401 (a fixture)
 
 LIST = "/containers/json"
 
@@ -97,3 +98,25 @@ def test_cut_stream_logged_once_and_back(mount, container, proxy):
         m.listdir()
     assert lists(m) == before, "accesses list again after the stream came back"
     assert os.path.isdir(m.p(new))
+
+
+def test_podman_events(podman, mount):
+    """Podman's names: `died`, `remove`; a rename as Docker's."""
+    pm, url = podman
+    m = mount("-d", "-o", "host=" + url, host=False)
+    assert wait_for(lambda: streams(m) == 1, timeout=10), "the event stream did not open"
+    name = "pod-ev-" + os.urandom(3).hex()
+    pm("run", "-d", "--network", "none", "--name", name, "--ulimit", "nofile=1024:1024",
+       "--ulimit", "nproc=1024:1024", "ctrfs-test/busybox", "sleep", "1000000")
+    assert read_file(m.p(name, "/etc/passwd")).startswith(b"root:")
+    new = name + "-b"
+    pm("rename", name, new)
+    assert wait_for(lambda: new in m.listdir(), timeout=1.0), "rename not seen within 1 s"
+    pm("rm", "-f", "-t", "0", new)
+    assert wait_for(lambda: new not in m.listdir(), timeout=1.0), "removal not seen within 1 s"
+    time.sleep(0.5)
+    before = lists(m)
+    for _ in range(3):
+        time.sleep(0.6)
+        m.listdir()
+    assert lists(m) == before, f"{lists(m) - before} GET {LIST} for 3 accesses"
