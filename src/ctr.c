@@ -16,6 +16,7 @@ struct ctr_priv {
 	struct ctr pub; /* first: ctr_put() casts back */
 	int refs;
 	bool listed;
+	bool seen;	/* by the listing being applied */
 	bool inspected; /* tmpfs mounts are fixed at creation */
 	bool warned;
 	char *tmpfs; /* packed NUL-terminated mount points */
@@ -129,13 +130,23 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 		t->head = p;
 		*seen_new = true;
 	}
+	p->seen = true;
 	/* a struct ctr may be read by others while we write: names and
-	 * states change rarely, and a torn read only mislabels a log line */
-	snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
-	snprintf(p->pub.state, sizeof(p->pub.state), "%s",
-		 json_object_get_string(state));
-	p->pub.running = strcmp(p->pub.state, "running") == 0 ||
-			 strcmp(p->pub.state, "paused") == 0;
+	 * states change rarely, and a torn read only mislabels a log line;
+	 * written only when they change, as the event stream's thread lists
+	 * while others read */
+	if (strcmp(p->pub.name, name) != 0)
+		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+	if (strcmp(p->pub.state, json_object_get_string(state)) != 0) {
+		bool running;
+
+		snprintf(p->pub.state, sizeof(p->pub.state), "%s",
+			 json_object_get_string(state));
+		running = strcmp(p->pub.state, "running") == 0 ||
+			  strcmp(p->pub.state, "paused") == 0;
+		if (p->pub.running != running)
+			p->pub.running = running;
+	}
 }
 
 static int refresh(struct ctr_table *t)
@@ -165,13 +176,13 @@ static int refresh(struct ctr_table *t)
 	}
 	pthread_mutex_lock(&t->lock);
 	for (struct ctr_priv *p = t->head; p; p = p->next)
-		p->pub.state[0] = '\0'; /* unseen so far */
+		p->seen = false;
 	for (size_t i = 0; i < json_object_array_length(root); i++)
 		apply_entry(t, json_object_array_get_idx(root, i), &seen_new);
 	for (pp = &t->head; *pp;) {
 		struct ctr_priv *p = *pp;
 
-		if (p->pub.state[0] == '\0' && p->listed) {
+		if (!p->seen && p->listed) {
 			p->listed = false;
 			if (t->gone)
 				t->gone(t->gone_ctx, p->pub.id);

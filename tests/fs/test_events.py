@@ -13,8 +13,14 @@ from test_remote import podman  # noqa: F401 (a fixture)
 LIST = "/containers/json"
 
 
+def log_lines(m):
+    """All of the daemon's log (log_text() is its tail)."""
+    with open(m.log, errors="replace") as f:
+        return f.read().splitlines()
+
+
 def engine_lines(m):
-    return [l for l in m.log_text().splitlines() if "engine: " in l]
+    return [l for l in log_lines(m) if "engine: " in l]
 
 
 def lists(m):
@@ -85,7 +91,7 @@ def test_cut_stream_logged_once_and_back(mount, container, proxy):
     a = container()  # its events pass the 400 bytes: the stream is cut
     assert wait_for(lambda: a.name in m.listdir()), f"{a.name} not listed"
     assert wait_for(lambda: streams(m) == 2), "the event stream was not opened again"
-    cut = [l for l in m.log_text().splitlines() if "cannot follow the engine's events" in l]
+    cut = [l for l in log_lines(m) if "cannot follow the engine's events" in l]
     assert len(cut) == 1, f"{len(cut)} log lines for one cut: {cut}"
     # events work again: a rename shows at once, and access does not list
     new = a.name + "-b"
