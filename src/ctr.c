@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctr.h"
 #include "engine.h"
+#include "events.h"
 #include "log.h"
 #include "pathmap.h"
 
@@ -15,6 +16,7 @@ struct ctr_priv {
 	struct ctr pub; /* first: ctr_put() casts back */
 	int refs;
 	bool listed;
+	bool seen;	/* by the listing being applied */
 	bool inspected; /* tmpfs mounts are fixed at creation */
 	bool warned;
 	char *tmpfs; /* packed NUL-terminated mount points */
@@ -33,6 +35,10 @@ struct ctr_table {
 	struct ctr_priv *head;
 	double refreshed;
 	int last_err;
+	/* under refresh_lock: the event stream keeps the list current, and
+	 * an access does not list again on age alone (events.c) */
+	bool live;
+	struct events *events;
 };
 
 struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
@@ -65,6 +71,7 @@ void ctr_table_free(struct ctr_table *t)
 
 	if (!t)
 		return;
+	ctr_table_unwatch(t);
 	for (p = t->head; p; p = next) {
 		next = p->next;
 		priv_free(p);
@@ -123,13 +130,23 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 		t->head = p;
 		*seen_new = true;
 	}
+	p->seen = true;
 	/* a struct ctr may be read by others while we write: names and
-	 * states change rarely, and a torn read only mislabels a log line */
-	snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
-	snprintf(p->pub.state, sizeof(p->pub.state), "%s",
-		 json_object_get_string(state));
-	p->pub.running = strcmp(p->pub.state, "running") == 0 ||
-			 strcmp(p->pub.state, "paused") == 0;
+	 * states change rarely, and a torn read only mislabels a log line;
+	 * written only when they change, as the event stream's thread lists
+	 * while others read */
+	if (strcmp(p->pub.name, name) != 0)
+		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+	if (strcmp(p->pub.state, json_object_get_string(state)) != 0) {
+		bool running;
+
+		snprintf(p->pub.state, sizeof(p->pub.state), "%s",
+			 json_object_get_string(state));
+		running = strcmp(p->pub.state, "running") == 0 ||
+			  strcmp(p->pub.state, "paused") == 0;
+		if (p->pub.running != running)
+			p->pub.running = running;
+	}
 }
 
 static int refresh(struct ctr_table *t)
@@ -159,13 +176,13 @@ static int refresh(struct ctr_table *t)
 	}
 	pthread_mutex_lock(&t->lock);
 	for (struct ctr_priv *p = t->head; p; p = p->next)
-		p->pub.state[0] = '\0'; /* unseen so far */
+		p->seen = false;
 	for (size_t i = 0; i < json_object_array_length(root); i++)
 		apply_entry(t, json_object_array_get_idx(root, i), &seen_new);
 	for (pp = &t->head; *pp;) {
 		struct ctr_priv *p = *pp;
 
-		if (p->pub.state[0] == '\0' && p->listed) {
+		if (!p->seen && p->listed) {
 			p->listed = false;
 			if (t->gone)
 				t->gone(t->gone_ctx, p->pub.id);
@@ -183,9 +200,9 @@ static int refresh(struct ctr_table *t)
 	return 0;
 }
 
-/* Refreshes the list when older than the TTL, or begun before since (a
- * now_mono() time); one refresher at a time, and those that waited for it
- * take its answer. */
+/* Refreshes the list when older than the TTL (unless the event stream
+ * keeps it current), or begun before since (a now_mono() time); one
+ * refresher at a time, and those that waited for it take its answer. */
 static int ensure_fresh(struct ctr_table *t, double since)
 {
 	double t0;
@@ -193,7 +210,7 @@ static int ensure_fresh(struct ctr_table *t, double since)
 
 	pthread_mutex_lock(&t->refresh_lock);
 	t0 = now_mono();
-	if (t0 - t->refreshed < t->ttl && t->refreshed >= since) {
+	if ((t->live || t0 - t->refreshed < t->ttl) && t->refreshed >= since) {
 		ret = t->last_err;
 	} else {
 		ret = refresh(t);
@@ -202,6 +219,32 @@ static int ensure_fresh(struct ctr_table *t, double since)
 	}
 	pthread_mutex_unlock(&t->refresh_lock);
 	return ret;
+}
+
+int ctr_refresh(struct ctr_table *t)
+{
+	return ensure_fresh(t, now_mono());
+}
+
+void ctr_set_live(struct ctr_table *t, bool live)
+{
+	pthread_mutex_lock(&t->refresh_lock);
+	t->live = live;
+	pthread_mutex_unlock(&t->refresh_lock);
+}
+
+int ctr_table_watch(struct ctr_table *t)
+{
+	if (!t->events)
+		t->events = events_start(t->e, t);
+	return t->events ? 0 : -ENOMEM;
+}
+
+void ctr_table_unwatch(struct ctr_table *t)
+{
+	events_stop(t->events);
+	t->events = NULL;
+	ctr_set_live(t, false);
 }
 
 static int find_name(struct ctr_table *t, const char *name, struct ctr **out)

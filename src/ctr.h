@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Containers: the list the engine reports, refreshed when older than its
- * TTL, and what ctrfs needs to know of each (id, state, tmpfs mounts).
+ * Containers: the list the engine reports, kept current by the engine's
+ * event stream (events.c) or, while that is not open, refreshed when older
+ * than its TTL; and what ctrfs needs to know of each (id, state, tmpfs
+ * mounts).
  */
 #ifndef CTRFS_CTR_H
 #define CTRFS_CTR_H
@@ -28,6 +30,18 @@ typedef void (*ctr_gone_fn)(void *ctx, const char *id);
 struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
 				ctr_gone_fn gone, void *ctx);
 void ctr_table_free(struct ctr_table *t);
+
+/* Starts the thread that follows the engine's event stream (after the
+ * daemon forked); 0 or -errno. ctr_table_unwatch() stops it and waits for
+ * it (ctr_table_free() does too). */
+int ctr_table_watch(struct ctr_table *t);
+void ctr_table_unwatch(struct ctr_table *t);
+
+/* For events.c: lists the containers now (one GET, shared with lookups
+ * waiting for one), 0 or -errno; and says whether the event stream is
+ * open, so that an access need not list them again on age alone. */
+int ctr_refresh(struct ctr_table *t);
+void ctr_set_live(struct ctr_table *t, bool live);
 
 /* 0 and a reference, -ENOENT when no such (visible) container, -EIO when
  * the engine cannot be reached. */

@@ -195,6 +195,20 @@ ssize_t engine_raw_recv(struct engine_raw *r, void *buf, size_t len, int ms);
 bool engine_raw_quiet(struct engine_raw *r);
 void engine_raw_free(struct engine_raw *r);
 
+/*
+ * GET path (below the version prefix, already escaped) on a connection of
+ * its own, for a body without end (the event stream): 0 when the engine
+ * answered 200, *out then reads the body (engine_raw_recv()) and *chunked
+ * says whether it comes in chunks; else -errno with the reason in msg. ms
+ * bounds each wait for the reply's head.
+ */
+int engine_raw_get(struct engine *e, const char *path, int ms,
+		   struct engine_raw **out, bool *chunked, char *msg,
+		   size_t msglen);
+/* Ends what engine_raw_recv() waits for on r, from any thread: it returns
+ * 0, as if the engine had closed the connection. r stays to be freed. */
+void engine_raw_shutdown(struct engine_raw *r);
+
 /* Next block of the body: its length, 0 at a clean end, or -errno. The
  * block stays valid until the next call. */
 ssize_t engine_stream_read(struct engine_stream *s, const void **buf);

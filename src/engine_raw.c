@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* A connection of our own to the engine: curl opens it (CONNECT_ONLY), and
  * what goes on it is ours (an attached exec's stream, engine_exec.c; a PUT
- * by sendfile(), engine_put.c). */
+ * by sendfile(), engine_put.c; a GET whose body has no end, the event
+ * stream, events.c). */
 #include "engine.h"
 #include "engine_int.h"
+#include "log.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 struct engine_raw {
 	CURL *h;
@@ -156,4 +160,97 @@ int engine_raw_unread(struct engine_raw *r, const char *buf, size_t len)
 	memcpy(r->rest, buf, len);
 	r->restlen = len;
 	return 0;
+}
+
+void engine_raw_shutdown(struct engine_raw *r)
+{
+	shutdown(r->fd, SHUT_RDWR);
+}
+
+/* Whether the head (NUL-terminated, ending at its blank line) says the
+ * body comes in chunks. */
+static bool head_chunked(const char *head)
+{
+	static const char te[] = "transfer-encoding:";
+	const char *l;
+
+	for (l = strstr(head, "\r\n"); l; l = strstr(l, "\r\n")) {
+		l += 2;
+		if (strncasecmp(l, te, sizeof(te) - 1) == 0) {
+			l += sizeof(te) - 1;
+			l += strspn(l, " \t");
+			return strncasecmp(l, "chunked", 7) == 0;
+		}
+	}
+	return false;
+}
+
+int engine_raw_get(struct engine *e, const char *path, int ms,
+		   struct engine_raw **out, bool *chunked, char *msg,
+		   size_t msglen)
+{
+	char req[2048], head[8192], why[256];
+	const char *host = strstr(engine_base(e), "://") + 3;
+	struct engine_raw *r;
+	size_t len = 0;
+	char *end = NULL;
+	long status = 0;
+	int ret, n;
+
+	*out = NULL;
+	ret = engine_raw_connect(e, &r, why, sizeof(why));
+	if (ret < 0) {
+		snprintf(msg, msglen, "%s", why);
+		return ret;
+	}
+	n = snprintf(req, sizeof(req), "GET %s%s HTTP/1.1\r\nHost: %s\r\n\r\n",
+		     engine_prefix(e), path, host);
+	if (n < 0 || (size_t)n >= sizeof(req) ||
+	    engine_raw_send(r, req, (size_t)n, ms) < 0) {
+		snprintf(msg, msglen, "cannot send the request");
+		ret = -EIO;
+		goto out_free;
+	}
+	while (!end) {
+		ssize_t got;
+
+		if (len == sizeof(head) - 1) {
+			snprintf(msg, msglen, "reply headers too long");
+			ret = -EIO;
+			goto out_free;
+		}
+		got =
+		    engine_raw_recv(r, head + len, sizeof(head) - 1 - len, ms);
+		if (got <= 0) {
+			snprintf(msg, msglen, "%s",
+				 got == 0 ? "connection closed"
+					  : strerror((int)-got));
+			ret = got == 0 ? -EIO : (int)got;
+			goto out_free;
+		}
+		len += (size_t)got;
+		head[len] = '\0';
+		end = strstr(head, "\r\n\r\n");
+	}
+	end[2] = '\0'; /* the head, its last line's CRLF kept */
+	if (sscanf(head, "HTTP/1.%*d %ld", &status) != 1 || status != 200) {
+		head[strcspn(head, "\r\n")] = '\0';
+		snprintf(msg, msglen, "%s", head);
+		ret = status ? engine_status_errno(status) : -EIO;
+		if (ret == 0)
+			ret = -EIO;
+		goto out_free;
+	}
+	*chunked = head_chunked(head);
+	ret = engine_raw_unread(r, end + 4, len - (size_t)(end + 4 - head));
+	if (ret < 0)
+		goto out_free;
+	log_dbg("engine: GET %s%s -> 200, a stream%s", engine_prefix(e), path,
+		*chunked ? " in chunks" : "");
+	*out = r;
+	return 0;
+out_free:
+	log_dbg("engine: GET %s%s -> %s", engine_prefix(e), path, msg);
+	engine_raw_free(r);
+	return ret;
 }

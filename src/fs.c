@@ -282,6 +282,9 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 		fs->reaper_started = true;
 	else
 		log_err("cannot start the idle-transfer reaper");
+	if (ctr_table_watch(fs->ctrs) < 0)
+		log_err("cannot follow the engine's events: the container "
+			"list is read again on access");
 	if (writer_set_writeback(fs->writer, fs->cfg.writeback) < 0)
 		log_err("cannot start write-back: closes commit at once");
 	return fs;
@@ -298,6 +301,7 @@ static void ctrfs_destroy(void *data)
 	if (fs->reaper_started)
 		pthread_join(fs->reaper, NULL);
 	fs->reaper_started = false;
+	ctr_table_unwatch(fs->ctrs);
 	writer_drain(fs->writer);
 }
 
