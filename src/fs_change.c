@@ -177,6 +177,29 @@ static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
 	return ret;
 }
 
+/* Both paths of a link or a rename, in one container (else -EXDEV): *c
+ * referenced for the caller on success only. */
+static int resolve_pair(struct fs *fs, const char *from, const char *to,
+			struct ctr **c, const char **ifrom, const char **ito)
+{
+	struct ctr *c2;
+	int ret = resolve_change(fs, from, c, ifrom);
+
+	if (ret < 0)
+		return ret;
+	ret = resolve_change(fs, to, &c2, ito);
+	if (ret == 0) {
+		if (*c != c2)
+			ret = -EXDEV;
+		ctr_put(fs->ctrs, c2);
+	}
+	if (ret < 0) {
+		ctr_put(fs->ctrs, *c);
+		*c = NULL;
+	}
+	return ret;
+}
+
 /* Makes a data-less entry (a directory, a symlink) owned by the caller. */
 static int create_entry(const char *path, mode_t mode, const char *symlink,
 			dev_t rdev)
@@ -221,25 +244,18 @@ int ctrfs_link(const char *from, const char *to)
 {
 	struct fs *fs = fs_get();
 	const char *ifrom, *ito;
-	struct ctr *c, *c2;
+	struct ctr *c;
 	char dir[PATH_MAX];
 	struct tar_entry te;
 	struct names nm = {0};
 	struct stat st;
 	long t0 = engine_now(fs->e);
 	size_t dlen;
-	int ret = resolve_change(fs, from, &c, &ifrom);
+	int ret = resolve_pair(fs, from, to, &c, &ifrom, &ito);
 
 	if (ret < 0)
 		return ret;
-	ret = resolve_change(fs, to, &c2, &ito);
-	if (ret < 0)
-		goto out_put;
-	if (c != c2)
-		ret = -EXDEV;
-	ctr_put(fs->ctrs, c2);
-	if (ret == 0)
-		ret = stat_path(fs, c, ifrom, &st);
+	ret = stat_path(fs, c, ifrom, &st);
 	/* a tar hard link names any entry but a directory, as link(2) does
 	 * (a symlink itself, a fifo, a device node) */
 	if (ret == 0 && S_ISDIR(st.st_mode))
@@ -344,23 +360,17 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	long t0 = engine_now(fs->e);
 	const char *ifrom, *ito;
 	struct names nm = {0};
-	struct ctr *c, *c2;
+	struct ctr *c;
 	struct wfile *w, *t;
 	struct stat st;
 	int ret;
 
 	if (flags & ~RENAME_NOREPLACE)
 		return -EINVAL;
-	ret = resolve_change(fs, from, &c, &ifrom);
+	ret = resolve_pair(fs, from, to, &c, &ifrom, &ito);
 	if (ret < 0)
 		return ret;
-	ret = resolve_change(fs, to, &c2, &ito);
-	if (ret < 0)
-		goto out_put;
-	if (c != c2)
-		ret = -EXDEV;
-	ctr_put(fs->ctrs, c2);
-	if (ret == 0 && (flags & RENAME_NOREPLACE)) {
+	if (flags & RENAME_NOREPLACE) {
 		ret = stat_path(fs, c, ito, &st);
 		ret = ret == 0 ? -EEXIST : ret == -ENOENT ? 0 : ret;
 	}

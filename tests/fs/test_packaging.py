@@ -118,7 +118,28 @@ def sha256_of(path):
     return h.hexdigest()
 
 
-class PackageRoot:
+class Namespace:
+    """A private mount namespace that a shell script sets up and then holds
+    open by sleeping (it prints "ready" first); close() ends it."""
+
+    def _start(self, script, what):
+        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
+                                      "sh", "-c", script + "echo ready\nexec sleep infinity\n"],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        if self.proc.stdout.readline() != b"ready\n":
+            self.proc.wait(10)
+            raise AssertionError(f"no {what}: {self.proc.stderr.read().decode()}")
+        self.pid = self.proc.pid
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class PackageRoot(Namespace):
     """The .deb unpacked into a throwaway root and laid, with read-only
     overlays, over the host's directories in a private mount namespace,
     held open by a sleeping process. run() runs a command in it; path()
@@ -142,15 +163,7 @@ class PackageRoot:
         for top in sorted(os.listdir(self.root)):
             lower = os.path.join(self.root, top)
             script += f"mount -t overlay overlay -o 'lowerdir={lower}:/{top}' '/{top}'\n"
-        script += "echo ready\nexec sleep infinity\n"
-        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
-                                      "sh", "-c", script], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        line = self.proc.stdout.readline()
-        if line != b"ready\n":
-            self.proc.wait(10)
-            raise AssertionError(f"no namespace with the package: {self.proc.stderr.read().decode()}")
-        self.pid = self.proc.pid
+        self._start(script, "namespace with the package")
 
     def run(self, *argv, **kw):
         return run("nsenter", "-t", self.pid, "-m", "--", *argv, **kw)
@@ -165,13 +178,6 @@ class PackageRoot:
     def mount_options(self, mnt):
         with open(f"/proc/{self.pid}/mounts") as f:
             return [line.split()[3] for line in f if line.split()[1] == mnt]
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait(10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
 
 @pytest.fixture
 def installed(deb, tmp_path):
@@ -320,7 +326,7 @@ def test_mount_without_engine_fails_with_status_2(installed, mnt_dir):
     assert not installed.mount_types(mnt_dir)
 
 
-class ScratchRoot:
+class ScratchRoot(Namespace):
     """A copy-on-write view of the host's root file system (an overlay with
     its upper layer on a tmpfs) in a private mount namespace, held open by a
     sleeping process: run() runs a command chrooted into it. apt-get and
@@ -336,15 +342,8 @@ mkdir '{d}/upper' '{d}/work' '{self.merged}'
 mount -t overlay overlay -o 'lowerdir=/,upperdir={d}/upper,workdir={d}/work' '{self.merged}'
 mount -t proc proc '{self.merged}/proc'
 mount --rbind /dev '{self.merged}/dev'
-echo ready
-exec sleep infinity
 """
-        self.proc = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
-                                      "sh", "-c", script], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        if self.proc.stdout.readline() != b"ready\n":
-            self.proc.wait(10)
-            raise AssertionError(f"no scratch root: {self.proc.stderr.read().decode()}")
+        self._start(script, "scratch root")
 
     def run(self, *argv, **kw):
         return run("nsenter", "-t", self.proc.pid, "-m", "--", "chroot", self.merged, *argv, **kw)
@@ -355,13 +354,6 @@ exec sleep infinity
     def package_status(self):
         r = self.run("dpkg-query", "-W", "-f=${Status}", "ctrfs", check=False)
         return r.stdout.decode().strip() if r.returncode == 0 else "not-installed"
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait(10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-
 
 @pytest.fixture
 def scratch_root(tmp_path):

@@ -288,3 +288,17 @@ def test_a_hard_link_of_a_directory_is_eperm(mount, container):
     e = errno_of(os.link, m.p(c, "/hd/d"), m.p(c, "/hd/e"))
     assert e == errno.EPERM, errname(e)
     assert c.exec("ls", "/hd").split() == [b"d"]
+
+
+def test_rename_and_link_across_containers_are_exdev(mount, container):
+    """Two containers are two filesystems: mv falls back to a copy on EXDEV."""
+    a, b = container(), container()
+    a.sh("echo x > /tmp/f")
+    m = mount()
+    for fn in (os.rename, os.link):
+        e = errno_of(fn, m.p(a, "/tmp/f"), m.p(b, "/tmp/g"))
+        assert e == errno.EXDEV, f"{fn.__name__}: {errname(e)}"
+    assert a.exec("cat", "/tmp/f") == b"x\n"
+    run_tool("mv", m.p(a, "/tmp/f"), m.p(b, "/tmp/g"))
+    assert b.exec("cat", "/tmp/g") == b"x\n"
+    assert a.exec("ls", "/tmp").split() == []
