@@ -422,6 +422,17 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_unlock(&c->lock);
 }
 
+void cache_proven(struct cache *c, const char *ns, const char *path, double now)
+{
+	struct node *n;
+
+	pthread_mutex_lock(&c->lock);
+	n = cache_lookup(c, ns, path);
+	if (n && S_ISDIR(n->attr.st.st_mode) && now > n->attr.validated)
+		n->attr.validated = now;
+	pthread_mutex_unlock(&c->lock);
+}
+
 void cache_touch(struct cache *c, const char *ns, const char *path, double now)
 {
 	cache_confirm(c, ns, path, NULL, now);

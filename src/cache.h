@@ -77,6 +77,11 @@ int cache_get(struct cache *c, const char *ns, const char *path,
 bool cache_put(struct cache *c, const char *ns, const char *path,
 	       const struct cache_attr *attr, const char *link);
 
+/* A directory that a PUT just resolved exists and is a directory: its
+ * attributes stand validated as of now (not its listing, which a PUT
+ * does not prove whole). No-op for a path not cached as a directory. */
+void cache_proven(struct cache *c, const char *ns, const char *path,
+		  double now);
 /* Marks an entry confirmed unchanged at time now; a directory's listing
  * is confirmed too when the rules of cache_put() keep it, else dropped. */
 void cache_touch(struct cache *c, const char *ns, const char *path, double now);

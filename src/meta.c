@@ -145,6 +145,25 @@ static void parent_changed(struct meta *m, struct ctr *c, const char *path,
 				  engine_now(m->e) + 1, now_mono());
 }
 
+/* A PUT to path's directory landed: the engine resolved every directory
+ * above it, so those stand validated as of now without a HEAD each once
+ * their TTL is over (see docs/design.md, Writes, for the staleness this
+ * allows). Not path's own directory: its mtime has just moved, and only
+ * a HEAD tells to what. */
+static void ancestors_proven(struct meta *m, struct ctr *c, const char *path)
+{
+	char p[PATH_MAX], parent[PATH_MAX];
+	double now = now_mono();
+
+	if (pathmap_parent(path, p, sizeof(p)) < 0)
+		return;
+	while (pathmap_parent(p, parent, sizeof(parent)) == 0 &&
+	       strcmp(parent, p) != 0) {
+		cache_proven(m->c, c->id, parent, now);
+		memcpy(p, parent, strlen(parent) + 1);
+	}
+}
+
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st, long since)
 {
@@ -166,6 +185,7 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		}
 	}
 	parent_changed(m, c, path, since);
+	ancestors_proven(m, c, path);
 }
 
 void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
