@@ -809,6 +809,13 @@ def shim_lines(env, pid):
     return [line.split(" ", 1)[1] for line in lines if line.split(" ", 1)[0] == str(pid)]
 
 
+def wb_status(m):
+    """`ctrfs --status MNT`: (exit status, its lines split at tabs)."""
+    r = subprocess.run([CTRFS_BIN, "--status", m.path], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    return r.returncode, [line.split("\t") for line in r.stdout.decode().splitlines()]
+
+
 def run_tool(*argv, timeout=120, check=True, cwd=None):
     """Run a host command (cp, rsync, tar...) on paths through the mount."""
     argv = [str(a) for a in argv]

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 
-from conftest import wait_for
+from conftest import wait_for, wb_status
 
 
 def ls(c, path):
@@ -28,7 +28,8 @@ def test_rename_onto_a_file_being_written_replaces_it(mount, container):
     with open(m.p(c, "/ro/f")) as f:
         assert f.read() == "new\n"
     assert wait_for(lambda: ls(c, "/ro") == [".", "..", "f"], timeout=30), ls(c, "/ro")
-    time.sleep(1.5)  # anything still due has gone by now
+    # until write-back holds nothing more, queued or on its way
+    assert wait_for(lambda: wb_status(m) == (0, []), timeout=30), wb_status(m)
     assert c.exec("cat", "/ro/f") == b"new\n"
 
 
@@ -46,7 +47,9 @@ def test_rename_onto_a_file_due_during_the_mv(mount, container, proxy):
     with open(m.p(c, "/rn/b"), "w") as f:
         f.write("old-b\n")
     os.rename(m.p(c, "/rn/a"), m.p(c, "/rn/b"))  # b falls due meanwhile
-    time.sleep(2)  # a PUT that went out has landed by now
+    # a PUT that went out (held 1.5 s by the proxy) has landed once
+    # write-back holds nothing, queued or on its way
+    assert wait_for(lambda: wb_status(m) == (0, []), timeout=30), wb_status(m)
     assert ls(c, "/rn") == [".", "..", "b"]
     assert c.exec("cat", "/rn/b") == b"from-a\n"
     with open(m.p(c, "/rn/b")) as f:

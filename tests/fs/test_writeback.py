@@ -7,7 +7,7 @@ import errno
 import os
 import subprocess
 
-from conftest import CTRFS_BIN, errname, host_tree, run_tool, tar_tree, tree_diff, wait_for
+from conftest import CTRFS_BIN, errname, host_tree, run_tool, tar_tree, tree_diff, wait_for, wb_status
 
 KEYS = ("type", "perm", "uid", "gid", "mtime", "size", "sha256")
 
@@ -24,11 +24,7 @@ def fsync_path(path):
     return None
 
 
-def status(m):
-    """`ctrfs --status MNT`: (exit status, lines split at tabs)."""
-    r = subprocess.run([CTRFS_BIN, "--status", m.path], stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    return r.returncode, [l.split("\t") for l in r.stdout.decode().splitlines()]
+status = wb_status
 
 
 def make_tree(root, dirs=3, files=10):
