@@ -503,14 +503,6 @@ static void remove_below_locked(struct cache *c, const char *ns,
 	}
 }
 
-void cache_remove_tree(struct cache *c, const char *ns, const char *path)
-{
-	cache_remove(c, ns, path);
-	pthread_mutex_lock(&c->lock);
-	remove_below_locked(c, ns, path);
-	pthread_mutex_unlock(&c->lock);
-}
-
 void cache_drop_ns(struct cache *c, const char *ns)
 {
 	size_t nslen = strlen(ns) + 1;

@@ -106,9 +106,6 @@ size_t cache_names_of(struct cache *c, const char *ns, const char *path,
 /* Forgets a path and the listing of its parent directory. */
 void cache_remove(struct cache *c, const char *ns, const char *path);
 
-/* Forgets a path, everything below it, and its parent's listing. */
-void cache_remove_tree(struct cache *c, const char *ns, const char *path);
-
 /*
  * For changes ctrfs made itself: forgets path (and everything below it
  * when tree is set) and removes or adds its name in the parent's listing,

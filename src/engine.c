@@ -196,11 +196,6 @@ void engine_free(struct engine *e)
 	free(e);
 }
 
-const char *engine_url(const struct engine *e)
-{
-	return e->url;
-}
-
 bool engine_is_podman(const struct engine *e)
 {
 	return e->podman;

@@ -45,7 +45,6 @@ struct engine_reply {
  */
 int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out);
 void engine_free(struct engine *e);
-const char *engine_url(const struct engine *e);
 
 /*
  * The engine's wall-clock second now, as far as its replies tell: our
