@@ -952,3 +952,26 @@ def test_ls_of_a_directory_over_a_big_tree_stays_heads(mount, container):
     log = engine_log(m)[before:]
     assert len(sizes) == 104 and sizes["z9"] == 9437184
     assert "by exec" not in log and not re.search(r"engine: POST /containers/[0-9a-f]+/exec ", log), log[-3000:]
+
+
+def test_a_landed_put_stands_for_the_directories_above_its_own(mount, container):
+    """Default mode, files written one after the other into /deep/a/b/c
+    while the TTL (0.2 s) runs out again and again: each landed PUT proves
+    /deep, /deep/a and /deep/a/b exist, so the kernel's revalidations of
+    them cost no HEAD (c itself, whose mtime each PUT moves, is asked)."""
+    c = container()
+    c.sh("mkdir -p /deep/a/b/c")
+    m = mount("-d", "-o", "attr_timeout=0.2")
+    os.stat(m.p(c, "/deep/a/b/c"))
+    before = len(engine_log(m))
+    deadline = time.monotonic() + 2.0
+    n = 0
+    while time.monotonic() < deadline or n < 20:
+        with open(m.p(c, f"/deep/a/b/c/f{n}"), "wb") as f:
+            f.write(b"x")
+        n += 1
+        time.sleep(0.02)
+    heads = re.findall(r"engine: HEAD \S+path=(\S+) ", engine_log(m)[before:])
+    above = [p for p in heads if p in ("%2Fdeep", "%2Fdeep%2Fa", "%2Fdeep%2Fa%2Fb")]
+    assert not above, f"{len(above)} HEADs of the directories above for {n} files: {above}"
+    assert len(c.exec("ls", "/deep/a/b/c").split()) == n
