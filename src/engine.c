@@ -14,6 +14,8 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -26,6 +28,11 @@
 #define POOL_MAX	16
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
+
+/* TCP keep-alive on remote engines: a path that dies without a reset (a
+ * host gone, a NAT entry dropped) is found after about a minute instead of
+ * never on a quiet connection (the event stream, a pooled one). */
+enum { KEEPIDLE = 30, KEEPINTVL = 10, KEEPCNT = 3 };
 
 /* Idle objects kept for the next call, under the engine's pool_lock. */
 struct pool {
@@ -224,6 +231,22 @@ static void *pool_give(struct engine *e, struct pool *p, void *x)
 	return x;
 }
 
+static int tcp_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+	static const int on = 1, idle = KEEPIDLE, intvl = KEEPINTVL,
+			 cnt = KEEPCNT;
+
+	(void)arg;
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKOPT_OK;
+	/* best effort: a socket that refuses still works without it */
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	return CURL_SOCKOPT_OK;
+}
+
 /* Takes an easy handle from the pool (keeping its live connection) or
  * makes one, and sets the options common to every call. */
 CURL *engine_easy_get(struct engine *e)
@@ -239,6 +262,8 @@ CURL *engine_easy_get(struct engine *e)
 	curl_easy_setopt(h, CURLOPT_SHARE, e->share);
 	if (e->unix_path)
 		curl_easy_setopt(h, CURLOPT_UNIX_SOCKET_PATH, e->unix_path);
+	else
+		curl_easy_setopt(h, CURLOPT_SOCKOPTFUNCTION, tcp_sockopt);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, CONNECT_TIMEOUT);
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, (long)ENGINE_CURL_BUFSIZE);

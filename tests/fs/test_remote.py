@@ -126,6 +126,28 @@ def test_plain_tcp_engine(engine, container, mount, tmp_path):
         fwd.close()
 
 
+def test_tcp_connections_keep_alive(engine, container, mount):
+    """Connections to a TCP engine have keep-alive on (30 s idle, then a
+    probe every 10 s, 3 misses): the event stream and pooled connections
+    sit quiet for long, and a path that dies without a reset would
+    otherwise never be noticed. Checked on the sockets themselves with
+    ss, whose keepalive timer a socket without SO_KEEPALIVE lacks."""
+    fwd = FaultProxy(engine.sock)
+    try:
+        c = container()
+        c.sh("echo ka > /t")
+        m = mount(engine=fwd)
+        assert call_with_timeout(read_file, m.p(c, "/t")) == b"ka\n"
+        port = fwd.url.rsplit(":", 1)[1]
+        out = subprocess.run(["ss", "-tnoHp", "state", "established", "dst", f"127.0.0.1:{port}"],
+                             stdout=subprocess.PIPE, text=True, check=True).stdout
+        mine = [l for l in out.splitlines() if f"pid={m.pid}," in l]
+        assert mine, f"no connection of ctrfs (pid {m.pid}) to the engine:\n{out}"
+        for l in mine:
+            assert "timer:(keepalive," in l, f"a connection without keep-alive: {l}"
+    finally:
+        fwd.close()
+
 def run_ctrfs(env, mnt, timeout=60):
     return subprocess.run([CTRFS_BIN, "-f", mnt], env=env, stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
