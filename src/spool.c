@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "spool.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
+#include <sys/file.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -15,22 +18,81 @@
 
 #define MEM_BASE   "/dev/shm"
 #define RESCUE_DIR "ctrfs-rescue"
+#define SPOOL_PFX  "ctrfs-spool."
 
 struct spool {
 	char base[PATH_MAX];
 	char dir[PATH_MAX];
 	char mem[PATH_MAX]; /* the directory on a tmpfs, or "" */
+	int dir_fd, mem_fd; /* held open with a shared flock: "in use" */
 };
 
-/* A private directory ctrfs-spool.XXXXXX under base into buf. */
-static int make_dir(const char *base, char *buf, size_t len)
+/*
+ * A private directory ctrfs-spool.PID.XXXXXX under base into buf, opened
+ * and share-locked into *fd for as long as the spool lives (the lock
+ * passes to the daemon across its fork: the open file is shared). Its
+ * files are unlinked from the start, so a daemon that is killed leaves it
+ * empty; spool_sweep() removes such directories.
+ */
+static int make_dir(const char *base, char *buf, size_t len, int *fd)
 {
-	if ((size_t)snprintf(buf, len, "%s/ctrfs-spool.XXXXXX", base) >= len)
+	if ((size_t)snprintf(buf, len, "%s/" SPOOL_PFX "%ld.XXXXXX", base,
+			     (long)getpid()) >= len)
 		return -ENAMETOOLONG;
 	if (!mkdtemp(buf))
 		return -errno;
 	chmod(buf, 0700);
+	*fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0 || flock(*fd, LOCK_SH) < 0) {
+		int err = errno;
+
+		if (*fd >= 0)
+			close(*fd);
+		rmdir(buf);
+		return -err;
+	}
 	return 0;
+}
+
+/*
+ * Removes the spool directories under base that a dead daemon left: the
+ * name says a pid that is not running here, and no one holds its lock
+ * (so a daemon of another pid namespace sharing base keeps its own).
+ * Only empty directories go (rmdir); names of another form (an older
+ * ctrfs's) are left alone.
+ */
+static void spool_sweep(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		char *end;
+		long pid;
+		struct stat st;
+		int fd;
+
+		if (strncmp(name, SPOOL_PFX, strlen(SPOOL_PFX)) != 0)
+			continue;
+		errno = 0;
+		pid = strtol(name + strlen(SPOOL_PFX), &end, 10);
+		if (errno || end == name + strlen(SPOOL_PFX) || *end != '.' ||
+		    pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		fd = openat(dirfd(d), name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && st.st_uid == geteuid() &&
+		    flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlinkat(dirfd(d), name, AT_REMOVEDIR);
+		close(fd);
+	}
+	closedir(d);
 }
 
 int spool_new(const char *base, bool mem, struct spool **out)
@@ -50,13 +112,18 @@ int spool_new(const char *base, bool mem, struct spool **out)
 		free(s);
 		return -ENAMETOOLONG;
 	}
-	ret = make_dir(base, s->dir, sizeof(s->dir));
+	s->mem_fd = -1;
+	spool_sweep(base);
+	ret = make_dir(base, s->dir, sizeof(s->dir), &s->dir_fd);
 	if (ret < 0) {
 		free(s);
 		return ret;
 	}
-	if (!mem || statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
-	    make_dir(MEM_BASE, s->mem, sizeof(s->mem)) < 0)
+	if (statfs(MEM_BASE, &fs) < 0 || fs.f_type != TMPFS_MAGIC)
+		mem = false;
+	else
+		spool_sweep(MEM_BASE);
+	if (!mem || make_dir(MEM_BASE, s->mem, sizeof(s->mem), &s->mem_fd) < 0)
 		s->mem[0] = '\0'; /* files are written to disk only */
 	*out = s;
 	return 0;
@@ -67,8 +134,11 @@ void spool_free(struct spool *s)
 	if (!s)
 		return;
 	rmdir(s->dir);
-	if (s->mem[0])
+	close(s->dir_fd);
+	if (s->mem[0]) {
 		rmdir(s->mem);
+		close(s->mem_fd);
+	}
 	free(s);
 }
 

@@ -2,8 +2,9 @@
 /*
  * The spool: a private directory (mode 0700) on the host that holds the
  * data of files being written until they are committed. Spool files are
- * unlinked from the start (O_TMPFILE), so nothing is left behind even if
- * the daemon is killed.
+ * unlinked from the start (O_TMPFILE), so a daemon that is killed leaves
+ * only the empty directory, which the next spool_new() under the same base
+ * removes (its name holds the pid, its open fd a lock that says in use).
  */
 #ifndef CTRFS_SPOOL_H
 #define CTRFS_SPOOL_H

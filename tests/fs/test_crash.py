@@ -248,3 +248,37 @@ def test_a_journal_directory_open_to_others_is_refused(engine, mount_root, tmp_p
     assert f"refusing the journal directory '{spool}'" in err and "0755" in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert not os.path.ismount(mnt)
+
+
+def spool_dirs(base):
+    """The spool directories under base and on /dev/shm."""
+    return set(glob.glob(str(base / "ctrfs-spool.*")) + glob.glob("/dev/shm/ctrfs-spool.*"))
+
+
+def test_a_killed_daemons_spool_directories_go_at_the_next_start(mount, container, tmp_path):
+    """A daemon killed with kill -9 leaves its (empty) spool directories
+    under $TMPDIR and /dev/shm; the next start removes them, and never a
+    running daemon's: a third start leaves the second's, which keeps
+    writing."""
+    c = container()
+    env, base = crash_env(tmp_path)
+    before = spool_dirs(base)
+    m = mount(env=env)
+    with open(m.p(c, "/tmp/k1"), "wb") as f:
+        f.write(b"one")
+    dead = spool_dirs(base) - before
+    assert any(d.startswith("/dev/shm/") for d in dead) and \
+        any(d.startswith(str(base)) for d in dead), dead
+    kill(m)
+    assert dead <= spool_dirs(base), "nothing was left behind to sweep"
+    m2 = mount(env=env)
+    assert not dead & spool_dirs(base), f"left: {dead & spool_dirs(base)}"
+    live = spool_dirs(base) - before
+    assert live
+    m3 = mount(env=env)
+    assert live <= spool_dirs(base), f"a running daemon's were taken: {live - spool_dirs(base)}"
+    with open(m2.p(c, "/tmp/k2"), "wb") as f:
+        f.write(b"two")
+    assert c.cp_out("/tmp/k2") == b"two"
+    assert not m3.unmount()
+    assert not m2.unmount()
