@@ -291,6 +291,7 @@ struct put_ctx {
 	void *ctx;
 	struct engine_piece p;
 	size_t done; /* of p */
+	off_t taken; /* bytes of the body given to curl */
 	bool end;
 	int err;
 };
@@ -332,43 +333,78 @@ static size_t put_read(char *buf, size_t size, size_t nmemb, void *data)
 		c->done += k;
 		n += k;
 	}
+	c->taken += (off_t)n;
 	return n;
 }
 
-/* curl asks to send the body again from its start (it resends a request
- * whose reused connection closed before any reply): the pieces start over. */
+/* The body from its start again (the PUT is sent once more): the pieces
+ * start over. false when they cannot. */
+static bool put_restart(struct put_ctx *c)
+{
+	if (c->err)
+		return false;
+	c->fn(c->ctx, NULL);
+	c->p = (struct engine_piece){.fd = -1};
+	c->done = 0;
+	c->taken = 0;
+	c->end = false;
+	return true;
+}
+
+/* curl's own resend of a request whose reused connection was found
+ * closed: only before any of the body was taken (nothing of it can have
+ * reached the engine); past that, CURLE_SEND_FAIL_REWIND, and
+ * engine_archive_put() resends with care (lost_on_reuse()). */
 static int put_seek(void *data, curl_off_t offset, int origin)
 {
 	struct put_ctx *c = data;
 
-	if (offset != 0 || origin != SEEK_SET || c->err)
+	if (offset != 0 || origin != SEEK_SET || c->taken > 0 || c->err)
 		return CURL_SEEKFUNC_CANTSEEK;
-	c->fn(c->ctx, NULL);
-	c->p = (struct engine_piece){.fd = -1};
-	c->done = 0;
-	c->end = false;
-	return CURL_SEEKFUNC_OK;
+	return put_restart(c) ? CURL_SEEKFUNC_OK : CURL_SEEKFUNC_CANTSEEK;
 }
 
 /*
  * Whether a request failed because the kept-alive connection it reused
  * was closed before any reply: the engine (or a proxy) dropped an idle
- * connection while we began to send. curl sends such a request again by
- * itself only when the close shows before the body goes (a seek callback
- * lets it start the body over); when it shows in the middle of the body
- * (a send error) it does not: the PUT is then sent again on a new
- * connection, once. A PUT is safe to repeat: each entry is created anew.
+ * connection while we began to send. Such a PUT is sent again on a new
+ * connection, once, by us; curl resends by itself only what had not
+ * begun its body (put_seek()), and fails with CURLE_SEND_FAIL_REWIND
+ * past that, which lands here.
+ * A PUT is safe to repeat: each entry is created anew. But not in any
+ * order: the engine may unpack a cut one after the whole one (its
+ * handler had not started yet, or something between us and the engine
+ * still held the cut bytes), leaving the cut file in place of the whole
+ * one: seen on Docker 26 and 20.10 behind the tests' proxy, 3 runs in 8
+ * under load, when curl resent at once. So when part of the body had
+ * gone, the resend waits PUT_SETTLE first, and once it has landed the
+ * same body goes once more after PUT_SETTLE: a cut request still on its
+ * way by then is the only case left.
  */
 static bool lost_on_reuse(CURL *h, CURLcode cc)
 {
 	long conns = -1, code = 0;
 
+	if (cc == CURLE_SEND_FAIL_REWIND) /* curl wanted to resend */
+		return true;
 	if (cc != CURLE_SEND_ERROR && cc != CURLE_RECV_ERROR &&
 	    cc != CURLE_GOT_NOTHING)
 		return false;
 	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &conns);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	return conns == 0 && code == 0;
+}
+
+#define PUT_SETTLE 0.3 /* seconds */
+
+static void sleep_seconds(double sec)
+{
+	struct timespec ts = {.tv_sec = (time_t)sec,
+			      .tv_nsec =
+				  (long)((sec - (double)(time_t)sec) * 1e9)};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* Longer than a screen: the two ways of sending (sendfile, curl), the one
@@ -385,7 +421,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	struct curl_slist *hdrs = NULL;
 	char url[16384];
 	double t0 = now_mono();
-	bool fresh = false;
+	bool fresh = false, cut = false, settled = false;
+	off_t taken;
 	CURLcode cc;
 	CURL *h;
 	int ret;
@@ -425,8 +462,9 @@ again:
 	engine_waiter_init(&w, e, ctr, NULL);
 	engine_waiter_setopt(h, &w);
 	cc = curl_easy_perform(h);
-	if (!fresh && lost_on_reuse(h, cc) &&
-	    put_seek(&p, 0, SEEK_SET) == CURL_SEEKFUNC_OK) {
+	taken = p.taken; /* part of it may have reached the engine */
+	if (!fresh && lost_on_reuse(h, cc) && put_restart(&p)) {
+		cut = taken > 0;
 		log_dbg("engine: PUT %s:%s: the kept-alive connection closed "
 			"before any reply (%s): once more on a new one",
 			ctr, dir, curl_easy_strerror(cc));
@@ -439,6 +477,8 @@ again:
 		}
 		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
 		fresh = true;
+		if (cut)
+			sleep_seconds(PUT_SETTLE);
 		goto again;
 	}
 	engine_note_reach(e, cc);
@@ -461,6 +501,21 @@ again:
 	}
 	log_dbg("engine: PUT %s:%s -> %ld (%s) in %.1f ms", ctr, dir, r.status,
 		msg[0] ? msg : "ok", (now_mono() - t0) * 1e3);
+	if (ret == 0 && cut && !settled && put_restart(&p)) {
+		log_dbg("engine: PUT %s:%s: sent again after a cut; once "
+			"more, after the cut one may have been unpacked",
+			ctr, dir);
+		engine_reply_free(&r);
+		engine_easy_put(e, h);
+		settled = true;
+		sleep_seconds(PUT_SETTLE);
+		h = engine_easy_get(e);
+		if (!h) {
+			curl_slist_free_all(hdrs);
+			return -ENOMEM;
+		}
+		goto again;
+	}
 	if (cc == CURLE_OK && p.end)
 		engine_easy_put(e, h);
 	else

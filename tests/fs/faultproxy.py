@@ -82,13 +82,15 @@ class FaultProxy:
             self.rules = []
 
     def close(self):
-        self.closed = True
+        """The engine gone: no new connection is taken, and every open one
+        is shut down both ways (a close alone leaves a connection that a
+        proxy thread is blocked reading from open, and ctrfs waiting on it
+        for its whole stall timeout)."""
+        with self.lock:
+            self.closed = True
+            conns = list(self.conns)
         self.sock.close()
-        for s in list(self.conns):
-            try:
-                s.close()
-            except OSError:
-                pass
+        self._shut(*conns)
         if self.path:
             try:
                 os.unlink(self.path)
@@ -119,7 +121,12 @@ class FaultProxy:
             except OSError:
                 client.close()
                 continue
-            self.conns += [client, up]
+            with self.lock:
+                # one accepted while close() ran: the engine is gone
+                if self.closed:
+                    self._shut(client, up)
+                    return
+                self.conns += [client, up]
             state = {"truncate": None}
             threading.Thread(target=self._requests, args=(client, up, state), daemon=True).start()
             threading.Thread(target=self._responses, args=(client, up, state), daemon=True).start()
