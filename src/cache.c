@@ -428,7 +428,11 @@ void cache_proven(struct cache *c, const char *ns, const char *path, double now)
 
 	pthread_mutex_lock(&c->lock);
 	n = cache_lookup(c, ns, path);
-	if (n && S_ISDIR(n->attr.st.st_mode) && now > n->attr.validated)
+	/* not one whose mtime ctrfs moved since (validated 0, by
+	 * cache_dir_changed()): the PUT proves it is there, not what its
+	 * mtime is now */
+	if (n && S_ISDIR(n->attr.st.st_mode) && n->attr.validated > 0 &&
+	    now > n->attr.validated)
 		n->attr.validated = now;
 	pthread_mutex_unlock(&c->lock);
 }

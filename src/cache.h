@@ -79,7 +79,9 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 
 /* A directory that a PUT just resolved exists and is a directory: its
  * attributes stand validated as of now (not its listing, which a PUT
- * does not prove whole). No-op for a path not cached as a directory. */
+ * does not prove whole). No-op for a path not cached as a directory, or
+ * for one whose mtime ctrfs moved since it was last asked
+ * (cache_dir_changed()): the PUT does not say what it became. */
 void cache_proven(struct cache *c, const char *ns, const char *path,
 		  double now);
 /* Marks an entry confirmed unchanged at time now; a directory's listing

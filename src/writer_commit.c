@@ -258,6 +258,9 @@ void writer_commit_landed(struct wfile *f, long t0)
 		f->links = 1;
 	}
 	writer_stat_locked(f, &st);
+	log_dbg("landed '%s' in container '%s' (mode %o, owner %d:%d)", f->path,
+		f->ctr.name, (unsigned)(st.st_mode & 07777), (int)st.st_uid,
+		(int)st.st_gid);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 	meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,

@@ -282,3 +282,43 @@ def test_a_killed_daemons_spool_directories_go_at_the_next_start(mount, containe
     assert c.cp_out("/tmp/k2") == b"two"
     assert not m3.unmount()
     assert not m2.unmount()
+
+
+def test_files_rsync_renamed_land_under_their_final_names(mount, container, tmp_path):
+    """(f) rsync -a writes each file under a temporary name and then sets
+    its owner, mode and times and renames it: with write-back those fold
+    into the pending file and its journal record, so a kill -9 before the
+    commit loses none of it: the next start commits every file under its
+    final name, with its owner, mode and mtime, and no temporary name."""
+    c = container()
+    env, base = crash_env(tmp_path)
+    src = tmp_path / "src"
+    want = {}
+    for d in range(2):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(5):
+            p = src / f"d{d}" / f"f{i}"
+            data = os.urandom(1 + 300 * i)
+            p.write_bytes(data)
+            os.chmod(p, (0o600, 0o640, 0o755, 0o604, 0o700)[i])
+            os.chown(p, 1000 + i, 2000 + d)
+            t = MTIME_NS + (10 * d + i) * 1_000_000_007
+            os.utime(p, ns=(t, t))
+            want[f"/wf/d{d}/f{i}"] = (hashlib.sha256(data).hexdigest(), os.stat(p).st_mode & 0o7777, t,
+                                      1000 + i, 2000 + d)
+    # the directories made in the container; -O: rsync would look at
+    # their times after the files, which commits the files first
+    c.sh("mkdir -p /wf/d0 /wf/d1")
+    m = mount("-o", "writeback=30", env=env)
+    subprocess.run(["rsync", "-a", "-O", f"{src}/", m.p(c, "/wf/")], check=True,
+                   stdin=subprocess.DEVNULL, timeout=120)
+    kill(m)
+    assert not in_container(c, "/wf"), "write-back sent files before its delay"
+    mount("-o", "writeback=30", env=env)
+    got = in_container(c, "/wf")
+    assert sorted(got) == sorted(want), sorted(got)
+    bad = {p: e for p, e in got.items()
+           if (e["sha256"], e["perm"], e["mtime"], e["uid"], e["gid"])
+           != (want[p][0], want[p][1], want[p][2] // 10**9, want[p][3], want[p][4])}
+    assert not bad, bad
+    assert not rescued(base)

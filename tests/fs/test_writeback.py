@@ -5,6 +5,7 @@ close, `ctrfs --status`)."""
 
 import errno
 import os
+import re
 import subprocess
 
 from conftest import CTRFS_BIN, errname, host_tree, run_tool, tar_tree, tree_diff, wait_for, wb_status
@@ -162,3 +163,95 @@ def test_a_failure_nobody_heard_of_is_told_once_to_fsync_and_once_to_close(mount
     for name, data in (("b", b"second\n"), ("c", b"third\n")):
         assert c.exec("cat", f"/wf/{name}") == data
     assert status(m) == (0, [])
+
+
+def make_rich_tree(root):
+    """A tree as rsync -a and cp -a meet them: 40 files in 8 directories
+    two deep, each file with its own mode, owner and mtime, a symlink in
+    every other directory, the directories with a mode and mtime of their
+    own (set last, as a copy must leave them). The number of files."""
+    n = 0
+    for d in range(8):
+        p = root / f"d{d // 4}" / f"s{d}"
+        p.mkdir(parents=True, exist_ok=True)
+        for i in range(5):
+            f = p / f"f{i}"
+            f.write_bytes(os.urandom(1 + 211 * i + d))
+            os.chmod(f, (0o600, 0o640, 0o755, 0o604, 0o700)[i])
+            os.chown(f, 1000 + i, 2000 + d)
+            t = 1_600_000_000_000_000_000 + (d * 10 + i) * 1_000_000_007
+            os.utime(f, ns=(t, t))
+            n += 1
+        if d % 2 == 0:
+            os.symlink(f"f{d % 5}", p / "ln")
+    for dirpath in sorted((p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()),
+                          key=lambda p: -len(p.parts)) + [root]:
+        os.chmod(dirpath, 0o750)
+        os.utime(dirpath, (1_500_000_000, 1_500_000_000))
+    return n
+
+
+def landed(log):
+    """The paths of the files the log says landed in the container, one
+    for each time one did."""
+    return re.findall(r"landed '([^']*)' in container", log)
+
+
+def check_calls(src, log, per_link):
+    """No file cost a call to the container's shell or an exec of its own
+    (an exec starts the shell, once): the tools run there are at most
+    per_link for each symlink, the times (and owner) of a symlink being
+    set in the container still (a symlink is made at once, not pending)."""
+    nlinks = sum(1 for p in src.rglob("*") if p.is_symlink())
+    tools = re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log)
+    assert len(tools) <= len(per_link) * nlinks and set(tools) <= set(per_link), tools
+    assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) <= 1
+
+
+def copy_and_sync(mount, container, tmp_path, tool):
+    """tool (rsync -a or cp -a) copies a rich tree into a write-back mount
+    whose delay (30 s) keeps every file pending; then `sync DIR`. The
+    container, the source tree, the number of files and the log."""
+    c = container()
+    src = tmp_path / "src"
+    nfiles = make_rich_tree(src)
+    c.sh("mkdir /cp")
+    m = mount("-d", "-o", "writeback=30")
+    if tool == "rsync":
+        run_tool("rsync", "-a", f"{src}/", m.p(c, "/cp/t/"))
+    else:
+        run_tool("cp", "-a", src, m.p(c, "/cp/t"))
+    assert fsync_path(m.p(c, "/cp")) is None
+    diff = tree_diff(tar_tree(c, "/cp/t"), host_tree(str(src)))
+    assert not diff, diff
+    assert status(m) == (0, [])
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    return c, src, nfiles, log
+
+
+def test_rsync_a_lands_each_file_once_under_its_final_name(mount, container, tmp_path):
+    """rsync -a writes each file under a temporary name, closes it, sets its
+    owner, mode and times and renames it: with write-back all of that folds
+    into the pending file, which lands once, under its final name, with its
+    final attributes (checked in the container right after `sync DIR`), and
+    nothing runs in the container for a file: no mv, chmod, chown or touch
+    (rsync sets each symlink's times: one `touch -h` each still)."""
+    c, src, nfiles, log = copy_and_sync(mount, container, tmp_path, "rsync")
+    check_calls(src, log, per_link=("touch",))
+    files = sorted(landed(log))
+    want = sorted("/cp/t/" + k for k, v in host_tree(str(src)).items() if v["type"] == "file")
+    assert files == want, f"{len(files)} files landed for {nfiles}: {files[:6]}"
+
+
+def test_cp_a_lands_each_file_once_with_its_attributes(mount, container, tmp_path):
+    """cp -a writes each file under its name, closes it, then sets its
+    times, owner and mode: those fold into the pending file, which lands
+    once with them; no file costs an exec or a shell line (cp -a sets the
+    owner and times of symlinks too, which still go to the container's
+    shell: two lines per symlink)."""
+    c, src, nfiles, log = copy_and_sync(mount, container, tmp_path, "cp")
+    check_calls(src, log, per_link=("chown", "touch"))
+    files = sorted(landed(log))
+    want = sorted("/cp/t/" + k for k, v in host_tree(str(src)).items() if v["type"] == "file")
+    assert files == want, f"{len(files)} files landed for {nfiles}: {files[:6]}"

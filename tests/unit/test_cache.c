@@ -1039,6 +1039,25 @@ static void test_dir_nlink(void)
 	cache_free(c);
 }
 
+/* A PUT below a directory proves its attributes as of now, unless ctrfs
+ * moved its mtime since it was last asked (a mkdir in it): then they stay
+ * to be asked (rsync -a saw the time it had set before its mkdir). */
+static void test_proven_not_after_own_change(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_dir(c, "ns", "/d", 700); /* validated at 17.5 */
+	cache_proven(c, "ns", "/d", 30.0);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK(a.validated == 30.0);
+	cache_dir_changed(c, "ns", "/d", 800, 802, 31.0);
+	cache_proven(c, "ns", "/d", 32.0);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK(a.validated == 0);
+	cache_free(c);
+}
+
 int main(void)
 {
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -1070,6 +1089,7 @@ int main(void)
 	test_listing_dropped_put_new_mtime();
 	test_listing_dropped_put_other_type();
 	test_listing_kept_by_own_attr_change();
+	test_proven_not_after_own_change();
 	test_listing_confirmed_again();
 	test_remove();
 	test_remove_child_drops_parent_listing();
