@@ -356,6 +356,7 @@ static void fs_teardown(struct fs *fs)
 	meta_free(fs->meta);
 	cache_free(fs->cache);
 	spool_free(fs->spool);
+	fs_xattr_free();
 	pthread_mutex_destroy(&fs->stop_lock);
 	pthread_cond_destroy(&fs->stop_cond);
 }

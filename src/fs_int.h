@@ -144,5 +144,7 @@ int ctrfs_listxattr(const char *path, char *list, size_t size);
 int ctrfs_setxattr(const char *path, const char *name, const char *value,
 		   size_t size, int flags);
 int ctrfs_removexattr(const char *path, const char *name);
+/* Forgets the names whose refusal was logged (at teardown). */
+void fs_xattr_free(void);
 
 #endif

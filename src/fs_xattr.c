@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +25,42 @@
 /* A file not open is put again whole (a GET and a PUT) for a change of its
  * attributes up to this size; past it the change is refused. */
 #define XATTR_COPY_MAX ((off_t)64 << 20)
+
+/* The names refused so far, each logged once: `cp -a` and `rsync -aX`
+ * try system.posix_acl_access on every file (125 lines for a 100-file
+ * tree when each refusal was logged). Past REFUSED_MAX names, each is
+ * logged every time. */
+#define REFUSED_MAX 32
+static struct {
+	pthread_mutex_t lock;
+	size_t n;
+	char *names[REFUSED_MAX];
+} refused = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* true the first time name is refused (then it is remembered). */
+static bool first_refusal(const char *name)
+{
+	bool first = true;
+
+	pthread_mutex_lock(&refused.lock);
+	for (size_t i = 0; i < refused.n && first; i++)
+		first = strcmp(refused.names[i], name) != 0;
+	if (first && refused.n < REFUSED_MAX) {
+		refused.names[refused.n] = strdup(name);
+		if (refused.names[refused.n])
+			refused.n++;
+	}
+	pthread_mutex_unlock(&refused.lock);
+	return first;
+}
+
+void fs_xattr_free(void)
+{
+	pthread_mutex_lock(&refused.lock);
+	while (refused.n > 0)
+		free(refused.names[--refused.n]);
+	pthread_mutex_unlock(&refused.lock);
+}
 
 static bool kept(const char *name)
 {
@@ -147,9 +184,10 @@ static int change(const char *path, const char *name, const char *value,
 	if (!c || !kept(name)) {
 		if (!c)
 			log_err("cannot set '%s' of the mount root", name);
-		else
+		else if (first_refusal(name))
 			log_err("cannot set '%s' of '%s' in container '%s': "
-				"the engine's archive carries only %s",
+				"the engine's archive carries only %s (said "
+				"once for each name)",
 				name, inner, c->name, XATTRS_CAP);
 		ret = -EOPNOTSUPP;
 		goto out_put;
