@@ -375,3 +375,64 @@ def test_a_file_whose_directory_went_away_is_enoent(mount, container, size):
     assert not exists_inside(c, "/gone")
     assert m.alive()
 
+
+
+@pytest.mark.parametrize("size", [MIB - 1, 8 * MIB], ids=["through-curl", "by-sendfile"])
+def test_a_file_whose_directory_became_a_file_is_enotdir(mount, container, size):
+    """The engine refuses a PUT into a directory that the container has
+    made a file meanwhile ("extraction point is not a directory"): the
+    close fails with ENOTDIR (EIO until 2026-12-06), the file stays."""
+    c = container()
+    c.sh("mkdir /was")
+    m = mount()
+    w = subprocess.Popen(["/usr/bin/python3", "-c", HOLD_OPEN, m.p(c, "/was/f"), str(size)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert w.stdout.readline() == "written\n"
+        c.sh("rm -rf /was && echo file > /was")
+        w.stdin.write("\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=30)
+    finally:
+        w.kill()
+    assert out.strip() == str(errno.ENOTDIR), errname(int(out.strip()))
+    assert c.exec("cat", "/was") == b"file\n"
+    assert m.alive()
+
+
+def test_mkdir_in_a_directory_made_a_file_is_enotdir(mount, container):
+    """mkdir and symlink (one PUT each, at once) into a directory the kernel
+    and ctrfs still hold, which the container has made a file: ENOTDIR,
+    not EIO, and nothing is changed."""
+    c = container()
+    c.sh("mkdir -p /was/sub")
+    m = mount("-o", "attr_timeout=60")
+    assert os.path.isdir(m.p(c, "/was/sub"))
+    c.sh("rm -rf /was && echo file > /was")
+    e = errno_of(os.mkdir, m.p(c, "/was/newdir"))
+    assert e == errno.ENOTDIR, errname(e)
+    e = errno_of(os.symlink, "target", m.p(c, "/was/newlink"))
+    assert e == errno.ENOTDIR, errname(e)
+    assert c.exec("cat", "/was") == b"file\n"
+    assert "does not know" not in m.log_text()
+    assert m.alive()
+
+
+@pytest.mark.parametrize("op", ["unlink", "rename"])
+def test_over_a_name_made_a_directory_is_eisdir(mount, container, op):
+    """unlink, or rename a file over, a name the kernel still holds as a
+    file that the container has made a directory: busybox's rm and mv say
+    "'P' is a directory" (no strerror text): EISDIR, not EIO."""
+    c = container()
+    c.sh("echo a > /tmp/src && echo b > /tmp/t")
+    m = mount("-o", "attr_timeout=60")
+    assert os.path.isfile(m.p(c, "/tmp/t")) and os.path.isfile(m.p(c, "/tmp/src"))
+    c.sh("rm /tmp/t && mkdir /tmp/t")
+    if op == "unlink":
+        e = errno_of(os.unlink, m.p(c, "/tmp/t"))
+    else:
+        e = errno_of(os.rename, m.p(c, "/tmp/src"), m.p(c, "/tmp/t"))
+    assert e == errno.EISDIR, errname(e)
+    assert c.stat("/tmp/t")["type"] == "dir"
+    assert c.exec("cat", "/tmp/src") == b"a\n"
+    assert m.alive()
