@@ -436,3 +436,21 @@ def test_over_a_name_made_a_directory_is_eisdir(mount, container, op):
     assert c.stat("/tmp/t")["type"] == "dir"
     assert c.exec("cat", "/tmp/src") == b"a\n"
     assert m.alive()
+
+
+def test_a_long_path_keeps_the_tools_reason(mount, container, tmp_path):
+    """unlink of a file 1,100 bytes deep in a read-only volume: busybox's
+    rm names the whole path before the reason, which must still decide
+    the errno (EROFS; EIO when only the first 512 bytes were kept)."""
+    deep = "/".join(["d" * 50] * 21)
+    vol = tmp_path / "vol"
+    (vol / deep).mkdir(parents=True)
+    (vol / deep / "f").write_bytes(b"kept\n")
+    c = container(args=["-v", f"{vol}:/ro:ro"])
+    m = mount()
+    f = m.p(c, f"/ro/{deep}/f")
+    assert call_with_timeout(read_file, f) == b"kept\n"
+    e = errno_of(os.unlink, f)
+    assert e == errno.EROFS, errname(e)
+    assert (vol / deep / "f").read_bytes() == b"kept\n"
+    assert m.alive()
