@@ -2,6 +2,7 @@
 /* One `sh` per container for the tools, see agent.h and docs/design.md. */
 #include "agent.h"
 #include "engine.h"
+#include "errmap.h"
 #include "log.h"
 
 #include <errno.h>
@@ -315,7 +316,7 @@ static int run(struct engine *e, const char *ctr, const char *const *argv,
 			ret = -EIO;
 			close_shell(a);
 		} else {
-			ret = engine_exec_errno(*status, msg);
+			ret = errmap_tool(*status, msg);
 			if (extra) /* out of step: a new one next time */
 				close_shell(a);
 		}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "ctr.h"
 #include "engine.h"
+#include "errmap.h"
 #include "events.h"
 #include "log.h"
 #include "pathmap.h"
@@ -356,7 +357,7 @@ static int inspect(struct ctr_table *t, struct ctr_priv *p)
 	ret = engine_request(t->e, "GET", path, &r);
 	if (ret < 0)
 		return -EIO;
-	ret = engine_status_errno(r.status);
+	ret = errmap_http(r.status, NULL, 0);
 	root = (ret == 0 && r.body) ? json_tokener_parse(r.body) : NULL;
 	engine_reply_free(&r);
 	if (ret < 0)

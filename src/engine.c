@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "engine_int.h"
 #include "clocklag.h"
+#include "errmap.h"
 #include "hostcfg.h"
 #include "log.h"
 
@@ -381,77 +382,6 @@ void engine_multi_put(struct engine *e, CURLM *m)
 		curl_multi_cleanup(m);
 }
 
-/* The one place where a transport failure becomes an errno. */
-int engine_curl_errno(struct engine *e, CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_ABORTED_BY_CALLBACK: /* engine_waiter_check(): stalled */
-		return -ETIMEDOUT;
-	default:
-		return -EIO;
-	}
-}
-
-/* The errno the engine's reason for a failure names, or 0: where the
- * status is ambiguous (a read-only filesystem is a 500 before API 1.48
- * and a 400 after; everything below is a 500 on Docker 20.10). */
-int engine_reason_errno(long status, const char *msg)
-{
-	if (status < 400 || status == 404 || !msg)
-		return 0;
-	if (strcasestr(msg, "read-only"))
-		return -EROFS;
-	if (strcasestr(msg, "no space left"))
-		return -ENOSPC;
-	if (strcasestr(msg, "file name too long"))
-		return -ENAMETOOLONG; /* a path too long for the engine's host
-				       */
-	/* a symlink loop met resolving the path or a link's target: Docker
-	 * says "evalSymlinksInScope: too many links in ...", Podman the
-	 * strerror text */
-	if (strcasestr(msg, "too many links") ||
-	    strcasestr(msg, "too many levels of symbolic links"))
-		return -ELOOP;
-	return 0;
-}
-
-int engine_reply_errno(long status, const char *msg)
-{
-	int ret = engine_reason_errno(status, msg);
-
-	if (ret < 0)
-		return ret;
-	if (status == 404 && msg && strcasestr(msg, "no such container"))
-		return -EIO; /* the container went away under a change */
-	return engine_status_errno(status);
-}
-
-int engine_status_errno(long status)
-{
-	if (status >= 200 && status < 300)
-		return 0;
-	switch (status) {
-	case 304:
-		return 0;
-	case 400:
-		return -EINVAL;
-	case 401:
-	case 403:
-		return -EACCES;
-	case 404:
-		return -ENOENT;
-	case 409:
-		return -EBUSY;
-	default:
-		return -EIO;
-	}
-}
-
 const char *engine_base(const struct engine *e)
 {
 	return e->base;
@@ -675,7 +605,7 @@ static int do_request(struct engine *e, const char *method, const char *url,
 	} else if (ctx.too_big) {
 		ret = -EFBIG;
 	} else {
-		ret = engine_curl_errno(e, cc);
+		ret = errmap_curl(cc, curl_easy_strerror(cc));
 	}
 	log_dbg("engine: %s %s -> %ld (%s) in %.1f ms", method, url, r->status,
 		curl_easy_strerror(cc), (now_mono() - t0) * 1e3);
@@ -897,7 +827,7 @@ int engine_post_json(struct engine *e, const char *ctr, const char *path,
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 	else
-		ret = engine_curl_errno(e, cc);
+		ret = errmap_curl(cc, curl_easy_strerror(cc));
 	log_dbg("engine: POST %s -> %ld in %.1f ms", path, r->status,
 		(now_mono() - t0) * 1e3);
 	if (cc == CURLE_OK)

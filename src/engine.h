@@ -94,15 +94,12 @@ int engine_ping(struct engine *e, char *msg, size_t msglen);
 /*
  * One whole request; path is below the version prefix ("/containers/json")
  * and already escaped. Returns 0 when the engine replied (whatever the
- * status; see engine_status_errno()), or -errno when it could not be
+ * status; see errmap_http()), or -errno when it could not be
  * reached. Free the reply with engine_reply_free().
  */
 int engine_request(struct engine *e, const char *method, const char *path,
 		   struct engine_reply *r);
 void engine_reply_free(struct engine_reply *r);
-
-/* The errno for an HTTP status: 0 for 2xx, -ENOENT for 404, ... */
-int engine_status_errno(long status);
 
 /* The "message" of an engine error body, or a generic text. */
 const char *engine_reply_message(const struct engine_reply *r, char *buf,
@@ -167,11 +164,6 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 
 /* Seconds without progress after which a call fails (-o timeout). */
 long engine_timeout(const struct engine *e);
-
-/* The errno for an exec's exit status and its stderr text (0 for 0;
- * 126 and 127, a missing tool: -EOPNOTSUPP; else by the strerror text the
- * tool printed, -EIO when none matches). */
-int engine_exec_errno(int status, const char *err);
 
 /*
  * Starts argv in the container with stdin, stdout and stderr attached, on

@@ -4,6 +4,7 @@
  * through curl (or, big and without TLS, by sendfile(): engine_put.c).
  */
 #include "engine.h"
+#include "errmap.h"
 #include "engine_int.h"
 #include "log.h"
 #include "nap.h"
@@ -192,7 +193,9 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 		goto out_free;
 	if (!s->headers_done) {
 		engine_note_reach(e, s->result);
-		ret = s->result ? engine_curl_errno(e, s->result) : -EIO;
+		ret = s->result ? errmap_curl(s->result,
+					      curl_easy_strerror(s->result))
+				: -EIO;
 		snprintf(msg, msglen, "%s",
 			 s->result ? curl_easy_strerror(s->result)
 				   : "no reply");
@@ -206,11 +209,9 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 			;
 		r.body = s->errbody;
 		engine_reply_message(&r, msg, msglen);
-		ret = engine_reason_errno(s->status, msg);
+		ret = errmap_http(s->status, msg, 0);
 		if (ret == 0)
-			ret = engine_status_errno(s->status);
-		if (ret == 0)
-			ret = -EIO;
+			ret = -EIO; /* a 2xx other than 200 */
 		goto out_free;
 	}
 	*out = s;
@@ -247,7 +248,7 @@ ssize_t engine_stream_read(struct engine_stream *s, const void **buf)
 		log_dbg("engine: %s failed after %lld bytes: %s", s->what,
 			(long long)s->get.total, curl_easy_strerror(s->result));
 		engine_note_reach(s->e, s->result);
-		return engine_curl_errno(s->e, s->result);
+		return errmap_curl(s->result, curl_easy_strerror(s->result));
 	}
 	return 0;
 }
@@ -486,12 +487,12 @@ again:
 		ret = p.err;
 		snprintf(msg, msglen, "%s", strerror(-ret));
 	} else if (cc != CURLE_OK) {
-		ret = engine_curl_errno(e, cc);
+		ret = errmap_curl(cc, curl_easy_strerror(cc));
 		snprintf(msg, msglen, "%s", curl_easy_strerror(cc));
 	} else {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r.status);
 		engine_reply_message(&r, msg, msglen);
-		ret = engine_reply_errno(r.status, msg);
+		ret = errmap_http(r.status, msg, ERRMAP_CHANGE);
 		if (ret == 0 && !p.end) { /* as engine_put_raw() says */
 			snprintf(msg, msglen,
 				 "the engine answered before the end of "

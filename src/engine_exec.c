@@ -3,6 +3,7 @@
  * attached raw stream (the container's shell, agent.c). */
 #include "engine.h"
 #include "engine_int.h"
+#include "errmap.h"
 #include "log.h"
 
 #include <errno.h>
@@ -11,44 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The one place where the outcome of a tool run by exec becomes an errno:
- * its exit status, and the strerror() text coreutils and busybox print. */
-int engine_exec_errno(int status, const char *err)
-{
-	static const struct {
-		const char *text;
-		int err;
-	} map[] = {
-	    {"No such file or directory", ENOENT},
-	    {"Permission denied", EACCES},
-	    {"Operation not permitted", EPERM},
-	    {"Read-only file system", EROFS},
-	    {"Directory not empty", ENOTEMPTY},
-	    {"Not a directory", ENOTDIR},
-	    {"Is a directory", EISDIR},
-	    {"File exists", EEXIST},
-	    {"No space left on device", ENOSPC},
-	    {"Invalid argument", EINVAL},
-	    {"Device or resource busy", EBUSY},
-	    {"Invalid cross-device link", EXDEV},
-	    {"File too large", EFBIG}, /* truncate -s past the fs's limit */
-	    /* glibc's text, then musl's (Alpine) */
-	    {"Too many levels of symbolic links", ELOOP},
-	    {"Symbolic link loop", ELOOP},
-	    /* GNU mv of two names of one file (busybox's renames: a no-op) */
-	    {"are the same file", EALREADY},
-	};
-
-	if (status == 0)
-		return 0;
-	if (status == 126 || status == 127)
-		return -EOPNOTSUPP; /* the container lacks the tool */
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strstr(err, map[i].text))
-			return -map[i].err;
-	return -EIO;
-}
 
 /* Keeps the stderr frames of a multiplexed exec stream, bounded, and
  * gathers the stdout frames in place at the start of the stream (out, when
@@ -130,7 +93,7 @@ static int exec_create(struct engine *e, const char *ctr,
 	}
 	if (r.status != 201) {
 		engine_reply_message(&r, msg, msglen);
-		ret = engine_reply_errno(r.status, msg);
+		ret = errmap_http(r.status, msg, ERRMAP_CHANGE);
 		engine_reply_free(&r);
 		return ret ? ret : -EIO;
 	}
@@ -208,7 +171,7 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 	} else {
 		*status = json_object_get_int(v);
 		json_object_put(root);
-		ret = engine_exec_errno(*status, msg);
+		ret = errmap_tool(*status, msg);
 	}
 	if (ret < 0 && out) {
 		free(*out);

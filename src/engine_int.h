@@ -49,13 +49,6 @@ void engine_preempt(struct engine *e, const char *ctr);
 /* Whether the caller of this thread's call has given up
  * (engine_set_abandoned(), engine_set_abortable()). */
 bool engine_caller_abandoned(struct engine *e);
-/* The errno for a transport failure. */
-int engine_curl_errno(struct engine *e, CURLcode cc);
-/* The errno for an engine reply's status and reason. */
-int engine_reply_errno(long status, const char *msg);
-/* The errno the engine's reason for a failure names (a read-only
- * filesystem, no space, a name too long, a symlink loop), or 0. */
-int engine_reason_errno(long status, const char *msg);
 /* A whole request to url (base, prefix and path) for container ctr (or
  * NULL), the reply as engine_request(). */
 int engine_request_url(struct engine *e, const char *method, const char *url,

@@ -12,6 +12,7 @@
  * (median 0.84), alternating, 8 rounds (docs/performance-notes.md).
  */
 #include "engine.h"
+#include "errmap.h"
 #include "engine_int.h"
 #include "log.h"
 
@@ -446,7 +447,7 @@ int engine_put_raw(struct engine *e, const char *ctr, const char *target,
 	if (ret < 0)
 		return ret;
 	engine_reply_message(r, msg, msglen);
-	ret = engine_reply_errno(r->status, msg);
+	ret = errmap_http(r->status, msg, ERRMAP_CHANGE);
 	if (ret == 0 && sent != 0) {
 		/* a success before the end of the archive we sent */
 		snprintf(msg, msglen,

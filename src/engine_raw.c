@@ -4,6 +4,7 @@
  * by sendfile(), engine_put.c; a GET whose body has no end, the event
  * stream, events.c). */
 #include "engine.h"
+#include "errmap.h"
 #include "engine_int.h"
 #include "log.h"
 
@@ -236,7 +237,7 @@ int engine_raw_get(struct engine *e, const char *path, int ms,
 	if (sscanf(head, "HTTP/1.%*d %ld", &status) != 1 || status != 200) {
 		head[strcspn(head, "\r\n")] = '\0';
 		snprintf(msg, msglen, "%s", head);
-		ret = status ? engine_status_errno(status) : -EIO;
+		ret = status ? errmap_http(status, NULL, 0) : -EIO;
 		if (ret == 0)
 			ret = -EIO;
 		goto out_free;

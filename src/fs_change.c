@@ -117,7 +117,9 @@ static __thread bool tool_optional;
 static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 		    const char *path)
 {
-	char msg[512];
+	/* room for a tool's line that names two whole paths: the reason
+	 * that decides the errno comes last (errmap_tool()) */
+	char msg[2 * PATH_MAX + 256];
 	int status = 0;
 	/* a line to the container's shell, else an exec of its own */
 	int ret = agent_run(fs->e, c->id, argv, &status, msg, sizeof(msg));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "journal.h"
 #include "engine.h"
+#include "errmap.h"
 #include "jrecord.h"
 #include "log.h"
 #include "pathmap.h"
@@ -643,7 +644,7 @@ static int ctr_there(struct engine *e, const char *id)
 	ret = engine_request(e, "GET", path, &rep);
 	if (ret < 0)
 		return ret;
-	ret = engine_status_errno(rep.status);
+	ret = errmap_http(rep.status, NULL, 0);
 	engine_reply_free(&rep);
 	return ret;
 }

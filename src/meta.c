@@ -4,6 +4,7 @@
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "errmap.h"
 #include "execlist.h"
 #include "loader.h"
 #include "log.h"
@@ -322,7 +323,7 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 		log_fail(c, "stat", path, "engine not reachable");
 		return -EIO;
 	}
-	ret = engine_status_errno(r.status);
+	ret = errmap_http(r.status, NULL, 0);
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			cache_remove(m->c, c->id, path);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "tarstream.h"
+#include "errmap.h"
 #include "xattrs.h"
 
 #include <archive.h>
@@ -31,19 +32,16 @@ static la_ssize_t read_cb(struct archive *a, void *data, const void **buf)
 	return n;
 }
 
-/* The one place where a libarchive status becomes an errno. */
+/* A failed read's errno: the source's own, else the map's (errmap.h). */
 static int tar_errno(struct tarstream *t, int status)
 {
-	int e;
+	int ret;
 
 	if (t->src_err)
 		return t->src_err;
-	if (status == ARCHIVE_FATAL || status == ARCHIVE_FAILED ||
-	    status == ARCHIVE_RETRY) {
-		e = archive_errno(t->a);
-		return (e == ENOMEM) ? -ENOMEM : -EIO;
-	}
-	return -EIO;
+	ret = errmap_archive(status, archive_errno(t->a),
+			     archive_error_string(t->a), false);
+	return ret < 0 ? ret : -EIO;
 }
 
 int tarstream_open(tar_read_fn fn, void *ctx, struct tarstream **out)
@@ -213,7 +211,8 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 	 * kernel and the engine take it */
 	r = archive_write_header(a, ae);
 	if (r != ARCHIVE_OK && !(r == ARCHIVE_WARN && used > 0)) {
-		ret = archive_errno(a) == ENOMEM ? -ENOMEM : -ENAMETOOLONG;
+		ret = errmap_archive(r, archive_errno(a),
+				     archive_error_string(a), true);
 		goto out_free;
 	}
 	ret = (ssize_t)used;

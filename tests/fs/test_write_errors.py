@@ -375,3 +375,108 @@ def test_a_file_whose_directory_went_away_is_enoent(mount, container, size):
     assert not exists_inside(c, "/gone")
     assert m.alive()
 
+
+
+@pytest.mark.parametrize("size", [MIB - 1, 8 * MIB], ids=["through-curl", "by-sendfile"])
+def test_a_file_whose_directory_became_a_file_is_enotdir(mount, container, size):
+    """The engine refuses a PUT into a directory that the container has
+    made a file meanwhile ("extraction point is not a directory"): the
+    close fails with ENOTDIR (EIO until 2026-12-06), the file stays."""
+    c = container()
+    c.sh("mkdir /was")
+    m = mount()
+    w = subprocess.Popen(["/usr/bin/python3", "-c", HOLD_OPEN, m.p(c, "/was/f"), str(size)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert w.stdout.readline() == "written\n"
+        c.sh("rm -rf /was && echo file > /was")
+        w.stdin.write("\n")
+        w.stdin.flush()
+        out, _ = w.communicate(timeout=30)
+    finally:
+        w.kill()
+    assert out.strip() == str(errno.ENOTDIR), errname(int(out.strip()))
+    assert c.exec("cat", "/was") == b"file\n"
+    assert m.alive()
+
+
+def test_mkdir_in_a_directory_made_a_file_is_enotdir(mount, container):
+    """mkdir and symlink (one PUT each, at once) into a directory the kernel
+    and ctrfs still hold, which the container has made a file: ENOTDIR,
+    not EIO, and nothing is changed."""
+    c = container()
+    c.sh("mkdir -p /was/sub")
+    m = mount("-o", "attr_timeout=60")
+    assert os.path.isdir(m.p(c, "/was/sub"))
+    c.sh("rm -rf /was && echo file > /was")
+    e = errno_of(os.mkdir, m.p(c, "/was/newdir"))
+    assert e == errno.ENOTDIR, errname(e)
+    e = errno_of(os.symlink, "target", m.p(c, "/was/newlink"))
+    assert e == errno.ENOTDIR, errname(e)
+    assert c.exec("cat", "/was") == b"file\n"
+    assert "does not know" not in m.log_text()
+    assert m.alive()
+
+
+# A Debian root (GNU coreutils and dash) that bench/suite debootstraps once;
+# read here, never written. Tests that need it skip where it is not.
+DEBROOT = "/var/tmp/ctrfs-bench-debroot/root"
+
+
+@pytest.fixture(scope="module")
+def debian_image(engine):
+    """ctrfs-test/debian in the session's engine, from DEBROOT."""
+    if not os.path.exists(os.path.join(DEBROOT, "usr/bin/mv")):
+        pytest.skip(f"no Debian root in {DEBROOT} (bench/suite makes one)")
+    tar = subprocess.run(["tar", "-C", DEBROOT, "-c", "."], stdout=subprocess.PIPE, check=True)
+    engine.docker("import", "-c", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-",
+                  "ctrfs-test/debian", input=tar.stdout, timeout=300)
+    return "ctrfs-test/debian"
+
+
+@pytest.fixture(params=["busybox", "debian"])
+def tools_image(request):
+    """busybox's tools, then GNU coreutils (Debian)."""
+    if request.param == "debian":
+        return request.getfixturevalue("debian_image")
+    return "busybox"
+
+
+@pytest.mark.parametrize("op", ["unlink", "rename"])
+def test_over_a_name_made_a_directory_is_eisdir(mount, container, tools_image, op):
+    """unlink, or rename a file over, a name the kernel still holds as a
+    file that the container has made a directory: busybox's rm and mv say
+    "'P' is a directory", GNU mv "cannot overwrite directory 'P' with
+    non-directory" (no strerror text either): EISDIR, not EIO."""
+    c = container(image=tools_image, cmd=["sleep", "1000000"])
+    c.sh("echo a > /tmp/src && echo b > /tmp/t")
+    m = mount("-o", "attr_timeout=60")
+    assert os.path.isfile(m.p(c, "/tmp/t")) and os.path.isfile(m.p(c, "/tmp/src"))
+    c.sh("rm /tmp/t && mkdir /tmp/t")
+    if op == "unlink":
+        e = errno_of(os.unlink, m.p(c, "/tmp/t"))
+    else:
+        e = errno_of(os.rename, m.p(c, "/tmp/src"), m.p(c, "/tmp/t"))
+    assert e == errno.EISDIR, errname(e)
+    assert c.exec("stat", "-c", "%F", "/tmp/t") == b"directory\n"
+    assert c.exec("cat", "/tmp/src") == b"a\n"
+    assert "does not know" not in m.log_text()
+    assert m.alive()
+
+
+def test_a_long_path_keeps_the_tools_reason(mount, container, tmp_path):
+    """unlink of a file 1,100 bytes deep in a read-only volume: busybox's
+    rm names the whole path before the reason, which must still decide
+    the errno (EROFS; EIO when only the first 512 bytes were kept)."""
+    deep = "/".join(["d" * 50] * 21)
+    vol = tmp_path / "vol"
+    (vol / deep).mkdir(parents=True)
+    (vol / deep / "f").write_bytes(b"kept\n")
+    c = container(args=["-v", f"{vol}:/ro:ro"])
+    m = mount()
+    f = m.p(c, f"/ro/{deep}/f")
+    assert call_with_timeout(read_file, f) == b"kept\n"
+    e = errno_of(os.unlink, f)
+    assert e == errno.EROFS, errname(e)
+    assert (vol / deep / "f").read_bytes() == b"kept\n"
+    assert m.alive()
