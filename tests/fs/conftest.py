@@ -35,13 +35,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def _engine_bin_dir():
     """The directory of the chosen engine's dockerd and CLI (CTRFS_TEST_ENGINE:
     docker-current, the default: Debian 13's docker.io unpacked into a cache
-    by scripts/current-engine; docker-20.10: Debian 12's own docker.io)."""
+    by scripts/current-engine; docker-20.10: Debian 12's own docker.io;
+    podman: Debian 12's podman 4.3, its Docker-compatible API)."""
     kind = os.environ.get("CTRFS_TEST_ENGINE") or "docker-current"
-    if kind == "docker-20.10":
+    if kind in ("docker-20.10", "podman"):
         return kind, None
     if kind != "docker-current":
-        raise RuntimeError(f"CTRFS_TEST_ENGINE={kind}: want docker-current or docker-20.10 "
-                           "(Podman has its own tests in test_remote.py)")
+        raise RuntimeError(f"CTRFS_TEST_ENGINE={kind}: want docker-current, docker-20.10 or podman")
     d = os.environ.get("CTRFS_ENGINE_BIN")
     if not d:
         d = subprocess.run([os.path.join(REPO, "scripts", "current-engine")], check=True,
@@ -50,14 +50,25 @@ def _engine_bin_dir():
 
 
 ENGINE_KIND, ENGINE_BIN = _engine_bin_dir()
+PODMAN = ENGINE_KIND == "podman"
 if ENGINE_BIN:
     DOCKER = os.path.join(ENGINE_BIN, "docker")
     DOCKERD = os.path.join(ENGINE_BIN, "dockerd")
+elif PODMAN:
+    DOCKER = DOCKERD = shutil.which("podman", path="/usr/bin:/bin") or "/usr/bin/podman"
 else:
     DOCKER = "/usr/bin/docker"
     DOCKERD = shutil.which("dockerd", path="/usr/sbin:/usr/bin") or "/usr/sbin/dockerd"
 # dockerd finds containerd, the shim, runc and docker-init on PATH
 ENGINE_PATH = ":".join(p for p in (ENGINE_BIN, os.environ.get("PATH", ""), "/usr/sbin:/sbin") if p)
+
+
+def podman_limit(reason):
+    """Skip a test on Podman for a limit of its Docker-compatible API
+    (listed in docs/design.md, Podman)."""
+    return pytest.mark.skipif(PODMAN, reason="Podman 4.3: " + reason)
+
+
 BUILD_DIR = os.environ.get("BUILD_DIR", "build-test")
 CTRFS_BIN = os.environ.get("CTRFS_BIN") or os.path.join(REPO, BUILD_DIR, "ctrfs")
 SANITIZED = os.environ.get("CTRFS_SANITIZED") == "1"
@@ -275,10 +286,14 @@ class Engine:
             subprocess.run(["umount", "-l", p], check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def argv(self, *args):
+        """The command line of `docker ARGS` against this engine."""
+        return [DOCKER, *args]
+
     def docker(self, *args, check=True, input=None, timeout=120, stdout=subprocess.PIPE):
-        """Run /usr/bin/docker against this engine; return the CompletedProcess."""
+        """Run the engine's docker CLI; return the CompletedProcess."""
         r = subprocess.run(
-            [DOCKER, *args], env=self.env(), input=input, stdout=stdout,
+            self.argv(*args), env=self.env(), input=input, stdout=stdout,
             stderr=subprocess.PIPE, timeout=timeout,
             stdin=None if input is not None else subprocess.DEVNULL,
         )
@@ -300,6 +315,153 @@ class Engine:
             for c in changes:
                 args += ["-c", c]
             self.docker(*args, "-", IMAGES[name], input=data)
+
+
+class PodmanEngine(Engine):
+    """A private `podman system service` with its own root, run root, tmp
+    dir and socket; the tests' docker CLI calls run as podman commands with
+    the same roots (argv() maps the few whose flags differ)."""
+
+    def __init__(self, base, extra_args=()):
+        if extra_args:
+            raise RuntimeError(f"no dockerd options on Podman: {extra_args}")
+        self.extra_args = []
+        # podman refuses a run root longer than 50 characters: next to the
+        # run's base directory (CTRFS_TEST_TMP), else in /tmp
+        parent = os.path.dirname(base)
+        if len(parent) > 30:
+            parent = "/tmp"
+        self.dir = tempfile.mkdtemp(prefix="p.", dir=parent)
+        os.chmod(self.dir, 0o755)
+        self.sock = os.path.join(self.dir, "podman.sock")
+        self.pidfile = os.path.join(self.dir, "podman.pid")
+        self.log = os.path.join(self.dir, "service.log")
+        self.url = "unix://" + self.sock
+        self.proc = None
+        self.volumes = itertools.count(1)
+        self.conf = os.path.join(self.dir, "containers.conf")
+        with open(self.conf, "w") as f:
+            # a network config of our own; ulimits a low hard limit allows
+            f.write('[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
+                    f'[network]\nnetwork_config_dir = "{self.dir}/net"\n')
+        self.globals = [
+            "--root", os.path.join(self.dir, "root"),
+            "--runroot", os.path.join(self.dir, "run"),
+            "--tmpdir", os.path.join(self.dir, "tmp"),
+            "--volumepath", os.path.join(self.dir, "vol"),
+            "--network-config-dir", os.path.join(self.dir, "net"),
+            "--cgroup-manager", "cgroupfs",
+            "--events-backend", "file",
+        ]
+
+    def env(self):
+        env = dict(os.environ)
+        for k in ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH",
+                  "CONTAINER_HOST", "CONTAINER_CONNECTION"):
+            env.pop(k, None)
+        env["CONTAINERS_CONF"] = self.conf
+        env["TMPDIR"] = os.path.join(self.dir, "tmp")
+        return env
+
+    def start(self, timeout=60):
+        os.makedirs(os.path.join(self.dir, "tmp"), exist_ok=True)
+        cmd = [DOCKER, *self.globals, "system", "service", "--time=0", self.url]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env=self.env(),
+            )
+        with open(self.pidfile, "w") as f:
+            f.write(f"{self.proc.pid}\n")
+        deadline = time.monotonic() + timeout
+        while not ping(self.sock):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"podman exited with {self.proc.returncode}:\n{tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"podman did not answer /_ping in {timeout} s:\n{tail(self.log)}")
+            time.sleep(0.1)
+
+    def stop(self, timeout=60):
+        super().stop(timeout)
+        try:
+            os.unlink(self.sock)
+        except FileNotFoundError:
+            pass
+
+    def _stop_conmons(self):
+        """SIGKILL the conmon of each container and exec session of ours
+        (by the pid files under the run root), then whatever else names our
+        directory (the `podman container cleanup` a conmon runs at the end)."""
+        run = os.path.join(self.dir, "run")
+        for dirpath, _, files in os.walk(run):
+            for n in files:
+                if n != "conmon.pid":
+                    continue
+                try:
+                    with open(os.path.join(dirpath, n)) as f:
+                        pid = int(f.read().strip())
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"conmon" not in f.read():
+                            continue
+                    os.kill(pid, signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if (self.dir + "/").encode() in f.read() and int(pid) != os.getpid():
+                        os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+
+    def cleanup(self):
+        if os.path.isdir(os.path.join(self.dir, "root")):
+            self.docker("rm", "-a", "-f", "-t", "0", check=False)
+        self.stop()
+        self._stop_conmons()
+        prefix = self.dir + "/"
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+            subprocess.run(["umount", "-l", p], check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def argv(self, *args):
+        args = list(args)
+        if args and args[0] in ("run", "create"):
+            args = self._run_args(args)
+        elif args[:1] == ["top"] and "-o" in args:
+            # docker top C -o pid,comm: host pids and names
+            i = args.index("-o")
+            args = args[:i] + ["h" + d if d == "pid" else d for d in args[i + 1].split(",")]
+        return [DOCKER, *self.globals, *args]
+
+    def _run_args(self, args):
+        """--mount type=volume with volume-opt=...: a volume made first with
+        those options (podman run takes no volume-opt)."""
+        out = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            if a == "--mount" and "volume-opt=" in args[i + 1]:
+                fields = dict(kv.split("=", 1) if "=" in kv else (kv, "") for kv in
+                              (f for f in args[i + 1].split(",") if not f.startswith("volume-opt=")))
+                opts = [f[len("volume-opt="):] for f in args[i + 1].split(",") if f.startswith("volume-opt=")]
+                name = f"ctrfs-vol-{os.getpid()}-{next(self.volumes)}"
+                cmd = ["volume", "create"]
+                for o in opts:
+                    cmd += ["--opt", o]
+                self.docker(*cmd, name)
+                out += ["-v", f"{name}:{fields['dst']}"]
+                i += 2
+                continue
+            out.append(a)
+            i += 1
+        return out
+
+def new_engine(base, extra_args=()):
+    """The chosen engine (CTRFS_TEST_ENGINE), not started."""
+    return (PodmanEngine if PODMAN else Engine)(base, extra_args)
 
 
 # --------------------------------------------------------------------------
@@ -337,7 +499,7 @@ class Container:
     def _cp_out(self, path, consume):
         """Stream `docker cp NAME:path -` and hand the single file to consume()."""
         p = subprocess.Popen(
-            [DOCKER, "cp", f"{self.name}:{path}", "-"], env=self.engine.env(),
+            self.engine.argv("cp", f"{self.name}:{path}", "-"), env=self.engine.env(),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         try:
@@ -610,7 +772,7 @@ def rootfs(base_dir):
 @pytest.fixture(scope="session")
 def engine(base_dir, rootfs):
     """The session's private dockerd, with ctrfs-test/busybox and ctrfs-test/static."""
-    e = Engine(base_dir)
+    e = new_engine(base_dir)
     try:
         e.start()
         e.import_images(rootfs)
@@ -658,7 +820,7 @@ def private_engine(base_dir, rootfs):
     engines = []
 
     def make(extra_args=()):
-        e = Engine(base_dir, extra_args)
+        e = new_engine(base_dir, extra_args)
         engines.append(e)
         e.start()
         e.import_images(rootfs)
@@ -843,7 +1005,7 @@ def tar_tree(ctr, path, timeout=300):
     naming the first name.
     """
     p = subprocess.Popen(
-        [DOCKER, "cp", f"{ctr.name}:{path.rstrip('/')}/.", "-"], env=ctr.engine.env(),
+        ctr.engine.argv("cp", f"{ctr.name}:{path.rstrip('/')}/.", "-"), env=ctr.engine.env(),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     tree = {}
