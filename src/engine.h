@@ -112,6 +112,16 @@ const char *engine_reply_message(const struct engine_reply *r, char *buf,
 char *engine_escape(const char *s);
 void engine_free_string(char *s);
 
+/*
+ * Podman's archive calls take the path for a glob (Go's filepath.Glob):
+ * the archive calls refuse, with -EOPNOTSUPP, a path that holds one of
+ * its pattern characters ('*', '?', '[', '\\'), which would reach other
+ * files or none; the caller logs ENGINE_PATTERN_MSG once as the reason.
+ */
+#define ENGINE_PATTERN_MSG                                                     \
+	"Podman's archive API takes '*', '?', '[' and '\\' in a path for a "   \
+	"pattern"
+
 /* HEAD /containers/{id}/archive?path=P. */
 int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 			struct engine_reply *r);

@@ -42,10 +42,13 @@ struct engine_stream {
 static int archive_url(struct engine *e, const char *ctr, const char *path,
 		       char *url, size_t len)
 {
-	engine_preempt(e, ctr);
-	char *esc = engine_escape(path);
+	char *esc;
 	int n;
 
+	if (engine_is_podman(e) && strpbrk(path, "*?[\\"))
+		return -EOPNOTSUPP; /* ENGINE_PATTERN_MSG */
+	engine_preempt(e, ctr);
+	esc = engine_escape(path);
 	if (!esc)
 		return -ENOMEM;
 	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s",
@@ -170,6 +173,8 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	snprintf(s->get.ctr, sizeof(s->get.ctr), "%s", ctr);
 	engine_open_get_add(e, &s->get);
 	ret = archive_url(e, ctr, path, url, sizeof(url));
+	if (ret == -EOPNOTSUPP)
+		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
 	if (ret < 0)
 		goto out_free;
 	ret = -ENOMEM;
@@ -392,6 +397,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 
 	msg[0] = '\0';
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
+	if (ret == -EOPNOTSUPP)
+		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
 	if (ret < 0)
 		return ret;
 	if (bulk >= ENGINE_RAW_PUT_MIN && !engine_tls(e)) {

@@ -318,6 +318,10 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	ret = engine_archive_head(m->e, c->id, path, &r);
+	if (ret == -EOPNOTSUPP) {
+		log_fail(c, "stat", path, ENGINE_PATTERN_MSG);
+		return ret;
+	}
 	if (ret < 0) {
 		log_fail(c, "stat", path, "engine not reachable");
 		return -EIO;
