@@ -63,6 +63,12 @@ else:
 ENGINE_PATH = ":".join(p for p in (ENGINE_BIN, os.environ.get("PATH", ""), "/usr/sbin:/sbin") if p)
 
 
+def podman_pattern(name):
+    """Whether Podman's archive API would take name for a glob: ctrfs
+    refuses such a path there (test_names.py, test_pattern_names_on_podman)."""
+    return PODMAN and any(ch in name for ch in "*?[\\")
+
+
 def podman_limit(reason):
     """Skip a test on Podman for a limit of its Docker-compatible API
     (listed in docs/design.md, Podman)."""
@@ -991,9 +997,11 @@ def run_tool(*argv, timeout=120, check=True, cwd=None):
     return r
 
 
-def _entry(kind, perm, uid, gid, mtime, size=0, sha256=None, target=None):
+def _entry(kind, perm, uid, gid, mtime, size=0, sha256=None, target=None, mtime_ns=None):
+    """mtime_ns: the exact time where it is known (a host or mount tree);
+    a tar's mtime is whole seconds (on Podman rounded to the nearest)."""
     return {"type": kind, "perm": perm, "uid": uid, "gid": gid, "mtime": int(mtime),
-            "size": size, "sha256": sha256, "target": target}
+            "size": size, "sha256": sha256, "target": target, "mtime_ns": mtime_ns}
 
 
 def tar_tree(ctr, path, timeout=300):
@@ -1004,8 +1012,15 @@ def tar_tree(ctr, path, timeout=300):
     A hard link entry is reported as the file it links to, with `hardlink`
     naming the first name.
     """
+    src = f"{path.rstrip('/')}/."
+    top = None
+    if PODMAN and path.rstrip("/"):
+        # `podman cp C:DIR/. -` leaves out DIR itself: DIR's tar, names
+        # under its base name
+        src = path.rstrip("/")
+        top = os.path.basename(src)
     p = subprocess.Popen(
-        ctr.engine.argv("cp", f"{ctr.name}:{path.rstrip('/')}/.", "-"), env=ctr.engine.env(),
+        ctr.engine.argv("cp", f"{ctr.name}:{src}", "-"), env=ctr.engine.env(),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     tree = {}
@@ -1013,6 +1028,8 @@ def tar_tree(ctr, path, timeout=300):
         with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
             for m in tf:
                 name = os.path.normpath(m.name)
+                if top is not None:
+                    name = os.path.relpath(name, top)
                 perm = m.mode & 0o7777
                 if m.isdir():
                     tree[name] = _entry("dir", perm, m.uid, m.gid, m.mtime)
@@ -1020,6 +1037,8 @@ def tar_tree(ctr, path, timeout=300):
                     tree[name] = _entry("symlink", perm, m.uid, m.gid, m.mtime, target=m.linkname)
                 elif m.islnk():
                     first = os.path.normpath(m.linkname)
+                    if top is not None:
+                        first = os.path.relpath(first, top)
                     e = dict(tree[first])
                     e.update(perm=perm, uid=m.uid, gid=m.gid, mtime=m.mtime, hardlink=first)
                     tree[name] = e
@@ -1050,14 +1069,17 @@ def host_tree(root):
     def add(rel, full):
         st = os.lstat(full)
         perm = stat.S_IMODE(st.st_mode)
+        ns = st.st_mtime_ns
         if stat.S_ISDIR(st.st_mode):
-            tree[rel] = _entry("dir", perm, st.st_uid, st.st_gid, st.st_mtime)
+            tree[rel] = _entry("dir", perm, st.st_uid, st.st_gid, st.st_mtime, mtime_ns=ns)
         elif stat.S_ISLNK(st.st_mode):
-            tree[rel] = _entry("symlink", perm, st.st_uid, st.st_gid, st.st_mtime, target=os.readlink(full))
+            tree[rel] = _entry("symlink", perm, st.st_uid, st.st_gid, st.st_mtime, target=os.readlink(full),
+                               mtime_ns=ns)
         elif stat.S_ISREG(st.st_mode):
-            tree[rel] = _entry("file", perm, st.st_uid, st.st_gid, st.st_mtime, st.st_size, sha256_file(full))
+            tree[rel] = _entry("file", perm, st.st_uid, st.st_gid, st.st_mtime, st.st_size, sha256_file(full),
+                               mtime_ns=ns)
         else:
-            tree[rel] = _entry("other", perm, st.st_uid, st.st_gid, st.st_mtime)
+            tree[rel] = _entry("other", perm, st.st_uid, st.st_gid, st.st_mtime, mtime_ns=ns)
 
     def walk():
         add(".", root)
@@ -1068,6 +1090,16 @@ def host_tree(root):
 
     call_with_timeout(walk, timeout=120, what=f"walking {root}")
     return tree
+
+
+def _same_rounded(key, a, b):
+    """Podman: a tar's mtime (podman cp's) is the exact time rounded to the
+    nearest second (Go's tar writer), not cut to it; the same time when
+    the other side's exact time rounds to it."""
+    if not PODMAN or key != "mtime" or (a["mtime_ns"] is None) == (b["mtime_ns"] is None):
+        return False
+    exact, tar = (a, b) if a["mtime_ns"] is not None else (b, a)
+    return (exact["mtime_ns"] + 500_000_000) // 1_000_000_000 == tar["mtime"]
 
 
 def tree_diff(got, want, keys=("type", "perm", "uid", "gid", "mtime", "size", "sha256", "target")):
@@ -1085,7 +1117,7 @@ def tree_diff(got, want, keys=("type", "perm", "uid", "gid", "mtime", "size", "s
         ks = [k for k in keys if not (w["type"] == "symlink" and k in ("perm", "mtime"))]
         if w["type"] == "dir":
             ks = [k for k in ks if k != "size"]
-        d = {k: (g[k], w[k]) for k in ks if g[k] != w[k]}
+        d = {k: (g[k], w[k]) for k in ks if g[k] != w[k] and not _same_rounded(k, g, w)}
         if d:
             diff[name] = d
     return diff

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from conftest import PODMAN, call_with_timeout, errname, errno_of, read_file
+from conftest import PODMAN, call_with_timeout, errname, errno_of, podman_pattern, read_file
 
 ODD_NAMES = [
     "with space",
@@ -22,15 +22,10 @@ ODD_NAMES = [
 ]
 
 
-def _is_pattern(name):
-    """A name Podman's archive API takes for a glob (test_pattern_names_on_podman)."""
-    return any(ch in name for ch in "*?[\\")
-
-
 def test_odd_names(mount, container):
     c = container()
     c.exec("mkdir", "/odd")
-    names = [n for n in ODD_NAMES if not (PODMAN and _is_pattern(n))]
+    names = [n for n in ODD_NAMES if not podman_pattern(n)]
     for i, name in enumerate(ODD_NAMES):
         c.sh('printf "%s" "$1" > "/odd/$2"', f"content {i}", name)
         c.exec("mkdir", f"/odd/dir {name}")
