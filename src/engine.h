@@ -61,6 +61,12 @@ bool engine_down(struct engine *e);
  * the engine's clock, as a file made inside the container would have. */
 void engine_clock(struct engine *e, struct timespec *ts);
 
+/* A time as the engine will keep it from a PUT's tar header: Podman sets
+ * times with utimes(), to the microsecond rounded up (Go's
+ * NsecToTimeval); Docker keeps nanoseconds. What ctrfs puts, and caches,
+ * goes through this, so its record and the engine's agree. */
+void engine_time_fit(const struct engine *e, struct timespec *ts);
+
 /* Whether the engine is Podman (known after engine_ping()). */
 bool engine_is_podman(const struct engine *e);
 

@@ -634,6 +634,7 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 		return 0; /* ctrfs keeps no atime */
 	if (mt.tv_nsec == UTIME_NOW)
 		engine_clock(fs->e, &mt);
+	engine_time_fit(fs->e, &mt);
 	if (w) {
 		wfile_utimens(w, &mt);
 		return 0;
