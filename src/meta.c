@@ -167,13 +167,19 @@ static void ancestors_proven(struct meta *m, struct ctr *c, const char *path)
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st, long since)
 {
+	meta_committed_link(m, c, path, st, NULL, since);
+}
+
+void meta_committed_link(struct meta *m, struct ctr *c, const char *path,
+			 const struct stat *st, const char *link, long since)
+{
 	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
 		struct cache_attr a = {
 		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
 
 		fill_defaults(&a.st);
-		cache_put(m->c, c->id, path, &a, NULL);
+		cache_put(m->c, c->id, path, &a, link);
 		cache_listing_add(m->c, c->id, path);
 		if (S_ISDIR(st->st_mode)) { /* made by us: empty */
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
@@ -307,6 +313,16 @@ static int head_refused(struct meta *m, struct ctr *c, const char *path)
 	return ret;
 }
 
+/* Podman answers a HEAD of a symlink whose target is missing with 404,
+ * and with the link's own stat header all the same: the link is there. */
+static bool dangling_link(struct meta *m, const struct engine_reply *r)
+{
+	struct pathstat ps;
+
+	return engine_is_podman(m->e) && r->stat[0] &&
+	       pathstat_decode(r->stat, &ps) == 0 && S_ISLNK(ps.mode);
+}
+
 /* Asks the engine (HEAD) and merges the answer into the cache. */
 static int revalidate(struct meta *m, struct ctr *c, const char *path,
 		      const struct cache_attr *old, bool have_old)
@@ -327,6 +343,8 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 		return -EIO;
 	}
 	ret = engine_status_errno(r.status);
+	if (ret == -ENOENT && dangling_link(m, &r))
+		ret = 0;
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			cache_remove(m->c, c->id, path);

@@ -602,7 +602,10 @@ def compare_stat(ctr, mnt_path, ctr_path, keys=("size", "perm", "uid", "gid", "m
     got = host_stat(mnt_path)
     if want["type"] != "file":
         keys = [k for k in keys if k != "size"]
-    return {k: (got[k], want[k]) for k in keys if got[k] != want[k]}
+    # Podman's archive API reports every owner as 0:0, and ctrfs shows what
+    # it reports (README, Limits) where it did not put the owner itself
+    return {k: (got[k], want[k]) for k in keys
+            if got[k] != want[k] and not (PODMAN and k in ("uid", "gid") and got[k] == 0)}
 
 
 # --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import (call_with_timeout, compare_stat, errname, errno_of, host_stat, host_tree,
-                      read_file, run_tool, sha256_file, tar_tree, tree_diff)
+                      podman_limit, read_file, run_tool, sha256_file, tar_tree, tree_diff)
 
 INSIDE_VIEW = r"""
 for p in "$@"; do
@@ -284,6 +284,7 @@ def test_chmod(mount, container):
     assert not disagreements(m, c, "/tmp/f")
 
 
+@podman_limit("its archive API reports every owner as 0:0, so the mount cannot show the new one")
 def test_chown(mount, container):
     c = container()
     c.write("/tmp/f", b"data\n")
