@@ -808,8 +808,8 @@ static int loop_link(struct meta *m, struct ctr *c, const char *path)
 	if (whole)
 		return -ENOENT;
 	log_fail(c, "stat", path,
-		 "a symlink loop, and the listing of its directory stopped "
-		 "before it");
+		 "a symlink (in a loop, or on Podman) whose directory's "
+		 "listing stopped before it");
 	return -EIO;
 }
 
@@ -864,8 +864,12 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	    (link && S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))) {
 		/* a directory's owner comes with the start of its tar, and
 		 * a small subtree with its listings for little more */
+		/* Podman's GET of a link gives its target's file: a link's
+		 * header comes from its directory's tar, as for a loop */
 		ret = S_ISDIR(a.st.st_mode)
 			  ? loader_tree(m, c, path, PROBE_TREE, false, NULL)
+		      : S_ISLNK(a.st.st_mode) && engine_is_podman(m->e)
+			  ? loop_link(m, c, path)
 			  : probe(m, c, path);
 		if (ret == -ELOOP && !S_ISDIR(a.st.st_mode))
 			ret = loop_link(m, c, path);
