@@ -376,6 +376,27 @@ static bool lost_on_reuse(CURL *h, CURLcode cc)
 	return conns == 0 && code == 0;
 }
 
+/* Podman's PUT makes a missing directory (Docker's answers 404): a
+ * directory removed in the container would come back with the file in it.
+ * A HEAD first: ENOENT as on Docker (a removal between the two calls is
+ * not seen). */
+static int podman_dir_there(struct engine *e, const char *ctr, const char *dir,
+			    const char *url, char *msg, size_t msglen)
+{
+	struct engine_reply r = {0};
+	int ret = engine_request_url(e, "HEAD", url, ctr, &r);
+
+	if (ret == 0 && r.status == 404) {
+		snprintf(msg, msglen,
+			 "no directory %s (Podman's PUT would "
+			 "make it)",
+			 dir);
+		ret = -ENOENT;
+	}
+	engine_reply_free(&r);
+	return ret < 0 ? ret : 0;
+}
+
 /* Longer than a screen: the two ways of sending (sendfile, curl), the one
  * resend on a new connection and the reading of the reply share the
  * handle, the headers and one exit path. */
@@ -399,6 +420,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
 	if (ret == -EOPNOTSUPP)
 		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
+	if (ret == 0 && engine_is_podman(e))
+		ret = podman_dir_there(e, ctr, dir, url, msg, msglen);
 	if (ret < 0)
 		return ret;
 	if (bulk >= ENGINE_RAW_PUT_MIN && !engine_tls(e)) {
