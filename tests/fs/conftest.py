@@ -451,8 +451,11 @@ class PodmanEngine(Engine):
         return [DOCKER, *self.globals, *args]
 
     def _run_args(self, args):
-        """--mount type=volume with volume-opt=...: a volume made first with
-        those options (podman run takes no volume-opt)."""
+        """--mount type=volume with volume-opt=...: podman run takes no
+        volume-opt, and its local driver refuses size= where the
+        filesystem has no project quota: a tmpfs of that size mounted
+        under our directory, bound in with -v; other options: a volume
+        made first with them."""
         out = []
         i = 0
         while i < len(args):
@@ -462,6 +465,15 @@ class PodmanEngine(Engine):
                               (f for f in args[i + 1].split(",") if not f.startswith("volume-opt=")))
                 opts = [f[len("volume-opt="):] for f in args[i + 1].split(",") if f.startswith("volume-opt=")]
                 name = f"ctrfs-vol-{os.getpid()}-{next(self.volumes)}"
+                kv = dict(o.split("=", 1) for o in opts if "=" in o)
+                if kv.get("type") == "tmpfs":
+                    host = os.path.join(self.dir, "vols", name)
+                    os.makedirs(host)
+                    subprocess.run(["mount", "-t", "tmpfs", "-o", kv.get("o", ""), "tmpfs", host],
+                                   check=True)
+                    out += ["-v", f"{host}:{fields['dst']}"]
+                    i += 2
+                    continue
                 cmd = ["volume", "create"]
                 for o in opts:
                     cmd += ["--opt", o]
