@@ -384,14 +384,21 @@ static int podman_dir_there(struct engine *e, const char *ctr, const char *dir,
 			    const char *url, char *msg, size_t msglen)
 {
 	struct engine_reply r = {0};
+	char root[16384];
 	int ret = engine_request_url(e, "HEAD", url, ctr, &r);
 
 	if (ret == 0 && r.status == 404) {
-		snprintf(msg, msglen,
-			 "no directory %s (Podman's PUT would "
-			 "make it)",
-			 dir);
-		ret = -ENOENT;
+		/* or no such container: then the PUT says so, as on Docker */
+		engine_reply_free(&r);
+		ret = archive_url(e, ctr, "/", root, sizeof(root));
+		if (ret == 0)
+			ret = engine_request_url(e, "HEAD", root, ctr, &r);
+		if (ret == 0 && r.status != 404) {
+			snprintf(msg, msglen,
+				 "no directory %s (Podman's PUT would make it)",
+				 dir);
+			ret = -ENOENT;
+		}
 	}
 	engine_reply_free(&r);
 	return ret < 0 ? ret : 0;
