@@ -535,9 +535,14 @@ class Container:
         try:
             with tarfile.open(fileobj=p.stdout, mode="r|") as tf:
                 for member in tf:
-                    if member.isfile():
-                        return consume(tf.extractfile(member))
-                    raise AssertionError(f"docker cp {path}: first entry {member.name!r} is not a file")
+                    if not member.isfile():
+                        raise AssertionError(f"docker cp {path}: first entry {member.name!r} is not a file")
+                    result = consume(tf.extractfile(member))
+                    # the rest of the tar read too: a CLI whose pipe closes
+                    # early dies of SIGPIPE (podman cp did)
+                    while p.stdout.read(MIB):
+                        pass
+                    return result
             raise AssertionError(f"docker cp {path}: empty archive")
         finally:
             p.stdout.close()
