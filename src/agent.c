@@ -395,3 +395,31 @@ void agent_free_all(void)
 	}
 	pthread_mutex_unlock(&agents_lock);
 }
+
+int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
+		gid_t *gid)
+{
+	const char *argv[] = {"stat", "-c", "%u %g", "--", path, NULL};
+	unsigned long u, g;
+	char out[256];
+	int status = 0;
+	int ret = agent_run_out(e, ctr, argv, &status, out, sizeof(out));
+
+	if (ret == 1) {
+		char *o = NULL;
+		size_t olen = 0;
+
+		ret = engine_exec_out(e, ctr, argv, &status, out, sizeof(out),
+				      &o, &olen);
+		if (ret == 0)
+			snprintf(out, sizeof(out), "%s", o);
+		free(o);
+	}
+	if (ret < 0)
+		return ret;
+	if (status != 0 || sscanf(out, "%lu %lu", &u, &g) != 2)
+		return -EOPNOTSUPP;
+	*uid = (uid_t)u;
+	*gid = (gid_t)g;
+	return 0;
+}

@@ -8,6 +8,7 @@
 #define CTRFS_AGENT_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct engine;
 
@@ -25,6 +26,15 @@ int agent_run(struct engine *e, const char *ctr, const char *const *argv,
  * stderr, in out (bounded, NUL-terminated), whatever its exit status. */
 int agent_run_out(struct engine *e, const char *ctr, const char *const *argv,
 		  int *status, char *out, size_t outlen);
+
+/*
+ * The owner of path in container ctr as its `stat` says (through its
+ * shell, else an exec): for Podman, whose archive API reports every owner
+ * as 0:0, before a PUT that puts an existing entry back. 0, or -errno
+ * (-EOPNOTSUPP: no `stat` runs there, or the container is not running).
+ */
+int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
+		gid_t *gid);
 
 /* Closes the shells idle for idle seconds or more. */
 void agent_reap(double idle);

@@ -36,6 +36,29 @@ static size_t make_key(char *buf, size_t buflen, const char *ns,
 	return a + b;
 }
 
+static bool tar_rounds; /* cache_set_tar_rounding() */
+
+void cache_set_tar_rounding(bool rounded)
+{
+	tar_rounds = rounded;
+}
+
+/* The whole second a tar header gives for the exact time t. */
+static time_t tar_second(const struct timespec *t)
+{
+	return tar_rounds && t->tv_nsec >= 500000000 ? t->tv_sec + 1
+						     : t->tv_sec;
+}
+
+bool cache_same_second(const struct timespec *a, const struct timespec *b)
+{
+	if (a->tv_nsec == 0 && b->tv_nsec != 0)
+		return a->tv_sec == tar_second(b);
+	if (b->tv_nsec == 0 && a->tv_nsec != 0)
+		return b->tv_sec == tar_second(a);
+	return a->tv_sec == b->tv_sec;
+}
+
 /* numbers handed out so far, process-wide: never one twice */
 static _Atomic uint64_t last_ino = 1; /* 1: the mount's root */
 
@@ -262,7 +285,7 @@ bool cache_data_holds(const struct node *n, const struct stat *st)
 	const struct stat *old = &n->attr.st;
 
 	return (old->st_mode & S_IFMT) == (st->st_mode & S_IFMT) &&
-	       old->st_mtim.tv_sec == st->st_mtim.tv_sec &&
+	       cache_same_second(&old->st_mtim, &st->st_mtim) &&
 	       old->st_size == st->st_size &&
 	       ((old->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 		 st->st_mtim.tv_nsec != 0) ||
@@ -277,7 +300,7 @@ static void merge(struct cache *c, struct node *n,
 	struct cache_attr old = n->attr;
 	bool same_type =
 	    (old.st.st_mode & S_IFMT) == (attr->st.st_mode & S_IFMT);
-	bool same_mtime = old.st.st_mtim.tv_sec == attr->st.st_mtim.tv_sec;
+	bool same_mtime = cache_same_second(&old.st.st_mtim, &attr->st.st_mtim);
 	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
 	bool holds;
 
@@ -291,7 +314,7 @@ static void merge(struct cache *c, struct node *n,
 	 * warns of a file changed since it was read otherwise) */
 	if (same_type && same_mtime && attr->st.st_mtim.tv_nsec == 0 &&
 	    old.st.st_mtim.tv_nsec != 0 && old.st.st_size == attr->st.st_size)
-		n->attr.st.st_mtim.tv_nsec = old.st.st_mtim.tv_nsec;
+		n->attr.st.st_mtim = old.st.st_mtim; /* Podman: a second on */
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;

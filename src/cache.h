@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <time.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -49,6 +50,16 @@ struct cache;
  * with st_ino 0 gets a new number, or keeps the one it has (cache_put()).
  */
 ino_t cache_new_ino(void);
+
+/*
+ * A tar header's mtime is whole seconds: Docker's cut from the time,
+ * Podman's rounded to the nearest (Go's tar writer). Set once, before any
+ * entry, for the engine of the mount (rounded: true for Podman). Two times
+ * are the same second when they are equal to the second, or when one is a
+ * tar's whole second and the other an exact time that gives it.
+ */
+void cache_set_tar_rounding(bool rounded);
+bool cache_same_second(const struct timespec *a, const struct timespec *b);
 
 struct cache *cache_new(size_t max_entries);
 void cache_free(struct cache *c);

@@ -344,6 +344,18 @@ void engine_clock(struct engine *e, struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
 	ts->tv_sec -= engine_lag(e);
+	engine_time_fit(e, ts);
+}
+
+void engine_time_fit(const struct engine *e, struct timespec *ts)
+{
+	if (!e->podman || ts->tv_nsec < 0 || ts->tv_nsec % 1000 == 0)
+		return;
+	ts->tv_nsec = (ts->tv_nsec / 1000 + 1) * 1000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
 }
 
 /* Pools h once its transfer has ended well. */

@@ -61,6 +61,12 @@ bool engine_down(struct engine *e);
  * the engine's clock, as a file made inside the container would have. */
 void engine_clock(struct engine *e, struct timespec *ts);
 
+/* A time as the engine will keep it from a PUT's tar header: Podman sets
+ * times with utimes(), to the microsecond rounded up (Go's
+ * NsecToTimeval); Docker keeps nanoseconds. What ctrfs puts, and caches,
+ * goes through this, so its record and the engine's agree. */
+void engine_time_fit(const struct engine *e, struct timespec *ts);
+
 /* Whether the engine is Podman (known after engine_ping()). */
 bool engine_is_podman(const struct engine *e);
 
@@ -108,6 +114,16 @@ const char *engine_reply_message(const struct engine_reply *r, char *buf,
 /* URL-escapes s for a query value; free with engine_free_string(). */
 char *engine_escape(const char *s);
 void engine_free_string(char *s);
+
+/*
+ * Podman's archive calls take the path for a glob (Go's filepath.Glob):
+ * the archive calls refuse, with -EOPNOTSUPP, a path that holds one of
+ * its pattern characters ('*', '?', '[', '\\'), which would reach other
+ * files or none; the caller logs ENGINE_PATTERN_MSG once as the reason.
+ */
+#define ENGINE_PATTERN_MSG                                                     \
+	"Podman's archive API takes '*', '?', '[' and '\\' in a path for a "   \
+	"pattern"
 
 /* HEAD /containers/{id}/archive?path=P. */
 int engine_archive_head(struct engine *e, const char *ctr, const char *path,

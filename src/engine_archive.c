@@ -43,10 +43,13 @@ struct engine_stream {
 static int archive_url(struct engine *e, const char *ctr, const char *path,
 		       char *url, size_t len)
 {
-	engine_preempt(e, ctr);
-	char *esc = engine_escape(path);
+	char *esc;
 	int n;
 
+	if (engine_is_podman(e) && strpbrk(path, "*?[\\"))
+		return -EOPNOTSUPP; /* ENGINE_PATTERN_MSG */
+	engine_preempt(e, ctr);
+	esc = engine_escape(path);
 	if (!esc)
 		return -ENOMEM;
 	n = snprintf(url, len, "%s%s/containers/%s/archive?path=%s",
@@ -171,6 +174,8 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	snprintf(s->get.ctr, sizeof(s->get.ctr), "%s", ctr);
 	engine_open_get_add(e, &s->get);
 	ret = archive_url(e, ctr, path, url, sizeof(url));
+	if (ret == -EOPNOTSUPP)
+		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
 	if (ret < 0)
 		goto out_free;
 	ret = -ENOMEM;
@@ -408,6 +413,34 @@ static void sleep_seconds(double sec)
 		;
 }
 
+/* Podman's PUT makes a missing directory (Docker's answers 404): a
+ * directory removed in the container would come back with the file in it.
+ * A HEAD first: ENOENT as on Docker (a removal between the two calls is
+ * not seen). */
+static int podman_dir_there(struct engine *e, const char *ctr, const char *dir,
+			    const char *url, char *msg, size_t msglen)
+{
+	struct engine_reply r = {0};
+	char root[16384];
+	int ret = engine_request_url(e, "HEAD", url, ctr, &r);
+
+	if (ret == 0 && r.status == 404) {
+		/* or no such container: then the PUT says so, as on Docker */
+		engine_reply_free(&r);
+		ret = archive_url(e, ctr, "/", root, sizeof(root));
+		if (ret == 0)
+			ret = engine_request_url(e, "HEAD", root, ctr, &r);
+		if (ret == 0 && r.status != 404) {
+			snprintf(msg, msglen,
+				 "no directory %s (Podman's PUT would make it)",
+				 dir);
+			ret = -ENOENT;
+		}
+	}
+	engine_reply_free(&r);
+	return ret < 0 ? ret : 0;
+}
+
 /* Longer than a screen: the two ways of sending (sendfile, curl), the one
  * resend on a new connection and the reading of the reply share the
  * handle, the headers and one exit path. */
@@ -430,6 +463,10 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 
 	msg[0] = '\0';
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
+	if (ret == -EOPNOTSUPP)
+		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
+	if (ret == 0 && engine_is_podman(e))
+		ret = podman_dir_there(e, ctr, dir, url, msg, msglen);
 	if (ret < 0)
 		return ret;
 	if (bulk >= ENGINE_RAW_PUT_MIN && !engine_tls(e)) {

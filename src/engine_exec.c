@@ -85,14 +85,16 @@ static int exec_create(struct engine *e, const char *ctr,
 	json_object_put(req);
 	if (ret < 0)
 		return -EIO;
-	if (r.status == 409) {
-		/* stopped or paused: the engine's words say which */
+	if (r.status != 201)
 		engine_reply_message(&r, msg, msglen);
+	/* stopped or paused: 409, the engine's words say which; Podman's
+	 * 500 says "container state improper" */
+	if (r.status == 409 ||
+	    (r.status == 500 && strstr(msg, "container state improper"))) {
 		engine_reply_free(&r);
 		return -EOPNOTSUPP;
 	}
 	if (r.status != 201) {
-		engine_reply_message(&r, msg, msglen);
 		ret = errmap_http(r.status, msg, ERRMAP_CHANGE);
 		engine_reply_free(&r);
 		return ret ? ret : -EIO;

@@ -100,7 +100,7 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 
 		if (symlink)
 			cst.st_size = (off_t)strlen(symlink);
-		meta_committed(fs->meta, c, inner, &cst, t0);
+		meta_committed_link(fs->meta, c, inner, &cst, symlink, t0);
 	} else {
 		/* the engine may have made it before the failure (a reply
 		 * lost): the next lookup asks */
@@ -449,6 +449,18 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct tar_entry te = {.name = base_of(inner), .st = *st};
 
+	/* Podman's archive API reports every owner as 0:0: the owner goes
+	 * back as the container's `stat` says, never as 0:0 unasked */
+	if (engine_is_podman(fs->e) &&
+	    agent_owner(fs->e, c->id, inner, &te.st.st_uid, &te.st.st_gid) <
+		0) {
+		log_err(
+		    "cannot change '%s' in container '%s': Podman's archive "
+		    "API reports every owner as 0:0, and 'stat' does not "
+		    "run there to keep the directory's",
+		    inner, c->name);
+		return -EOPNOTSUPP;
+	}
 	pathmap_parent(inner, parent, sizeof(parent));
 	return writer_put_entry(fs->writer, c, parent, &te);
 }
@@ -636,6 +648,7 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 		return 0; /* ctrfs keeps no atime */
 	if (mt.tv_nsec == UTIME_NOW)
 		engine_clock(fs->e, &mt);
+	engine_time_fit(fs->e, &mt);
 	if (w) {
 		wfile_utimens(w, &mt);
 		return 0;

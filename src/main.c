@@ -340,10 +340,6 @@ int main(int argc, char *argv[])
 		goto out_engine;
 	}
 	log_dbg("%s", msg);
-	if (engine_is_podman(e))
-		fprintf(stderr, "ctrfs: the engine is Podman: its archive API "
-				"reports every owner as 0:0, and ctrfs shows "
-				"what it reports\n");
 
 	/* files an earlier mount that died left pending go in (or to the
 	 * rescue directory) before anything new is written */
@@ -360,6 +356,12 @@ int main(int argc, char *argv[])
 		ret = 2;
 		goto out_journal;
 	}
+
+	/* said once the start is sure: a refused start says one line */
+	if (engine_is_podman(e))
+		fprintf(stderr, "ctrfs: the engine is Podman: its archive API "
+				"reports every owner as 0:0, and ctrfs shows "
+				"what it reports\n");
 
 	fuse_opt_add_arg(&args, "-osubtype=ctrfs,fsname=ctrfs");
 	if (o.allow_other)

@@ -168,13 +168,19 @@ static void ancestors_proven(struct meta *m, struct ctr *c, const char *path)
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st, long since)
 {
+	meta_committed_link(m, c, path, st, NULL, since);
+}
+
+void meta_committed_link(struct meta *m, struct ctr *c, const char *path,
+			 const struct stat *st, const char *link, long since)
+{
 	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
 		struct cache_attr a = {
 		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
 
 		fill_defaults(&a.st);
-		cache_put(m->c, c->id, path, &a, NULL);
+		cache_put(m->c, c->id, path, &a, link);
 		cache_listing_add(m->c, c->id, path);
 		if (S_ISDIR(st->st_mode)) { /* made by us: empty */
 			cache_set_listing(m->c, c->id, path, "", 0, 0,
@@ -308,6 +314,16 @@ static int head_refused(struct meta *m, struct ctr *c, const char *path)
 	return ret;
 }
 
+/* Podman answers a HEAD of a symlink whose target is missing with 404,
+ * and with the link's own stat header all the same: the link is there. */
+static bool dangling_link(struct meta *m, const struct engine_reply *r)
+{
+	struct pathstat ps;
+
+	return engine_is_podman(m->e) && r->stat[0] &&
+	       pathstat_decode(r->stat, &ps) == 0 && S_ISLNK(ps.mode);
+}
+
 /* Asks the engine (HEAD) and merges the answer into the cache. */
 static int revalidate(struct meta *m, struct ctr *c, const char *path,
 		      const struct cache_attr *old, bool have_old)
@@ -319,11 +335,17 @@ static int revalidate(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	ret = engine_archive_head(m->e, c->id, path, &r);
+	if (ret == -EOPNOTSUPP) {
+		log_fail(c, "stat", path, ENGINE_PATTERN_MSG);
+		return ret;
+	}
 	if (ret < 0) {
 		log_fail(c, "stat", path, "engine not reachable");
 		return -EIO;
 	}
 	ret = errmap_http(r.status, NULL, 0);
+	if (ret == -ENOENT && dangling_link(m, &r))
+		ret = 0;
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			cache_remove(m->c, c->id, path);
@@ -787,8 +809,8 @@ static int loop_link(struct meta *m, struct ctr *c, const char *path)
 	if (whole)
 		return -ENOENT;
 	log_fail(c, "stat", path,
-		 "a symlink loop, and the listing of its directory stopped "
-		 "before it");
+		 "a symlink (in a loop, or on Podman) whose directory's "
+		 "listing stopped before it");
 	return -EIO;
 }
 
@@ -843,8 +865,12 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 	    (link && S_ISLNK(a.st.st_mode) && !(a.flags & CACHE_LINK))) {
 		/* a directory's owner comes with the start of its tar, and
 		 * a small subtree with its listings for little more */
+		/* Podman's GET of a link gives its target's file: a link's
+		 * header comes from its directory's tar, as for a loop */
 		ret = S_ISDIR(a.st.st_mode)
 			  ? loader_tree(m, c, path, PROBE_TREE, false, NULL)
+		      : S_ISLNK(a.st.st_mode) && engine_is_podman(m->e)
+			  ? loop_link(m, c, path)
 			  : probe(m, c, path);
 		if (ret == -ELOOP && !S_ISDIR(a.st.st_mode))
 			ret = loop_link(m, c, path);
@@ -914,6 +940,13 @@ int meta_xattrs(struct meta *m, struct ctr *c, const char *path,
 
 	if (ret != -ENOENT)
 		return ret;
+	if (S_ISLNK(st->st_mode) && engine_is_podman(m->e)) {
+		/* Podman's GET of a link gives its target's file, whose
+		 * header must not stand for the link: none known */
+		*pack = NULL;
+		*len = 0;
+		return 0;
+	}
 	/* a tar header says them: the first entry of a GET of the file */
 	ret = probe(m, c, path);
 	if (ret < 0)

@@ -66,6 +66,10 @@ void meta_touch(struct meta *m, struct ctr *c, const char *path);
  * wall-clock second since. NULL st: it is gone, with everything below. */
 void meta_committed(struct meta *m, struct ctr *c, const char *path,
 		    const struct stat *st, long since);
+/* The same for a symlink ctrfs made, with its raw target: nothing to ask
+ * the engine for (Podman's GET of a link gives its target's file). */
+void meta_committed_link(struct meta *m, struct ctr *c, const char *path,
+			 const struct stat *st, const char *link, long since);
 
 /* Where a file's content kept from a listing lies (see cache_get_data):
  * 0 and a descriptor to close, or -1. Valid for the attributes

@@ -8,6 +8,7 @@
 #ifndef CTRFS_META_INT_H
 #define CTRFS_META_INT_H
 
+#include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
@@ -114,7 +115,7 @@ static inline void log_fail(struct ctr *c, const char *what, const char *path,
 static inline bool same_head(const struct stat *a, const struct stat *b)
 {
 	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
-	       a->st_mtim.tv_sec == b->st_mtim.tv_sec;
+	       cache_same_second(&a->st_mtim, &b->st_mtim);
 }
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "writer.h"
 #include "writer_int.h"
+#include "agent.h"
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
@@ -146,11 +147,27 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 		const struct stat *create, struct wfile **out)
 {
 	struct wfile *f, *other;
+	struct stat owned;
 	int ret;
 
 	f = writer_reopen(w, c->id, path);
 	if (f)
 		goto shared;
+	if (existing && engine_is_podman(w->e)) {
+		/* the PUT puts the owner back: the container's, not the 0:0
+		 * Podman's archive API reports */
+		owned = *existing;
+		ret = agent_owner(w->e, c->id, path, &owned.st_uid,
+				  &owned.st_gid);
+		if (ret < 0) {
+			log_err("cannot write '%s' in container '%s': Podman's "
+				"archive API reports every owner as 0:0, and "
+				"'stat' does not run there to keep the file's",
+				path, c->name);
+			return -EOPNOTSUPP;
+		}
+		existing = &owned;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;

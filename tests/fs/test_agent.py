@@ -8,7 +8,7 @@ import os
 import re
 import signal
 
-from conftest import call_with_timeout, run_tool
+from conftest import call_with_timeout, podman_pattern, run_tool
 
 ODD = [
     "it's",
@@ -22,6 +22,8 @@ ODD = [
     "trail ",
     "*",
 ]
+# Podman: names its archive API takes for a glob are refused (test_names.py)
+ODD = [n for n in ODD if not podman_pattern(n)]
 
 
 def log(m):

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from conftest import call_with_timeout, run_tool
+from conftest import PODMAN, call_with_timeout, run_tool
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -76,6 +76,9 @@ def test_a_change_through_one_name_shows_through_every_name(mount, container, wh
     """link n0 n1; link n1 n2; chmod 0201 n1; chown n1; touch n2: lstat
     n0 said 0644, nlink 2, 0:0 for seconds (each name its own record,
     and the kernel's attributes of the other names were kept)."""
+    if PODMAN and who == "nobody":
+        pytest.skip("Podman 4.3: its archive API reports every owner as 0:0, so the kernel's "
+                    "permission check (allow_other) refuses nobody their own file")
     c = container()
     c.sh("mkdir -m 0777 /hl && echo x > /hl/n0 && chown 65534:65534 /hl/n0")
     m = mount("-o", "allow_other", "-o", "attr_timeout=5")

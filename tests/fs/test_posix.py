@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import call_with_timeout, errname, errno_of, run_tool, wait_for
+from conftest import PODMAN, call_with_timeout, errname, errno_of, run_tool, wait_for
 
 # link -> raw target: readlink through the mount rewrites the first two
 # (longer, then shorter) and keeps the third
@@ -267,6 +267,9 @@ def test_a_hard_link_of_any_non_directory(mount, container, kind):
     """link(2) makes a second name for any file but a directory, as a tar
     hard link entry can: a fifo, a device node, a symlink itself (not its
     target). It gave EPERM for all but regular files."""
+    if PODMAN and kind == "symlink":
+        pytest.skip("Podman 4.3: its PUT makes a tar hard link to a symlink through the link "
+                    "(link(2) of the target: ENOENT for a dangling one), not to the link")
     c = container()
     make = {"fifo": "mkfifo /hl/a", "chr": "mknod /hl/a c 1 3", "symlink": "ln -s target /hl/a"}
     c.sh("mkdir /hl && " + make[kind])

@@ -5,7 +5,7 @@ apart from its tests (scripts/run-tests: "harness self-test")."""
 
 import os
 
-from fs_conftest import STATIC_FILES
+from fs_conftest import PODMAN, STATIC_FILES
 
 
 def test_engine_is_private(engine):
@@ -36,6 +36,9 @@ def test_static_image_has_no_shell(container):
     for name, (data, mode, uid, gid, mtime) in STATIC_FILES.items():
         assert c.cp_out("/" + name) == data
         h = c.cp_headers("/" + name)[os.path.basename(name)]
+        if PODMAN:
+            # Podman's archive GET (and podman cp) gives every owner as 0:0
+            uid = gid = 0
         assert (h.mode & 0o7777, h.uid, h.gid, h.mtime) == (mode, uid, gid, mtime)
     r = c.docker("exec", c.name, "sh", "-c", "true", check=False)
     assert r.returncode != 0

@@ -793,6 +793,34 @@ static void test_data_same_second_from_a_tar(void)
 	cache_free(c);
 }
 
+/* Podman's tar gives a time rounded to the nearest second: its second
+ * after an exact time that rounds to it is the same time, and the exact
+ * one stays (no flip between the two forms); Docker's cuts it. */
+static void test_podman_rounded_second(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr head = attr_of(S_IFREG | 0644, 5000, 3, CACHE_OWNER),
+			  tar = head, out;
+	struct timespec t7 = {5000, 700000000}, t3 = {5000, 300000000};
+	struct timespec s5000 = {5000, 0}, s5001 = {5001, 0};
+
+	head.st.st_mtim = t7;
+	tar.st.st_mtim = s5001;
+	cache_set_tar_rounding(true);
+	CHECK(cache_same_second(&s5001, &t7));
+	CHECK(!cache_same_second(&s5000, &t7));
+	CHECK(cache_same_second(&t3, &s5000));
+	cache_put(c, "ns", "/f", &head, NULL);
+	cache_put(c, "ns", "/f", &tar, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mtim.tv_sec, 5000);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 700000000);
+	cache_set_tar_rounding(false);
+	CHECK(!cache_same_second(&s5001, &t7));
+	CHECK(cache_same_second(&s5000, &t7));
+	cache_free(c);
+}
+
 /* A HEAD that confirms an entry keeps its attributes (a tar's whole
  * second stays), and its content only where cache_put()'s rule holds. */
 static void test_confirm(void)
@@ -1105,6 +1133,7 @@ int main(void)
 	test_subtree();
 	test_subtree_root();
 	test_confirm();
+	test_podman_rounded_second();
 	test_listing_own_window_listed_again_once();
 	test_inode_numbers();
 	test_hard_link_names();
