@@ -22,6 +22,19 @@
  * entries are as ctrfs left them, so its listing stays, as confirmed
  * before (a new mtime does not drop it). Not kept in the stored flags. */
 #define CACHE_SAME_ENTRIES 4u
+/* The attr's atime is what ctrfs set (utimens, a commit): stored as
+ * given. Without it, no source has said an atime (HEAD, tar headers and
+ * find's stat carry none): the entry keeps the one it has while the file
+ * is the same (type, size, mtime), else the later of it and the new
+ * mtime. Not kept in the stored flags. */
+#define CACHE_TIMES 16u
+
+static inline bool timespec_before(const struct timespec *a,
+				   const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
 
 struct cache_attr {
 	struct stat st;

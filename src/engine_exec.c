@@ -33,6 +33,8 @@ int engine_exec_errno(int status, const char *err)
 	    {"Device or resource busy", EBUSY},
 	    {"Invalid cross-device link", EXDEV},
 	    {"File too large", EFBIG}, /* truncate -s past the fs's limit */
+	    /* touch -d of a date the tool cannot read (busybox: a fraction) */
+	    {"invalid date", EINVAL},
 	    /* glibc's text, then musl's (Alpine) */
 	    {"Too many levels of symbolic links", ELOOP},
 	    {"Symbolic link loop", ELOOP},

@@ -169,8 +169,9 @@ void meta_committed(struct meta *m, struct ctr *c, const char *path,
 {
 	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
-		struct cache_attr a = {
-		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
+		struct cache_attr a = {.st = *st,
+				       .validated = now_mono(),
+				       .flags = CACHE_OWNER | CACHE_TIMES};
 
 		fill_defaults(&a.st);
 		cache_put(m->c, c->id, path, &a, NULL);
@@ -238,7 +239,8 @@ void meta_update(struct meta *m, struct ctr *c, const char *path,
 	/* mode, owner or times changed; a directory's entries did not */
 	struct cache_attr a = {.st = *st,
 			       .validated = now_mono(),
-			       .flags = CACHE_OWNER | CACHE_SAME_ENTRIES};
+			       .flags = CACHE_OWNER | CACHE_SAME_ENTRIES |
+					CACHE_TIMES};
 
 	fill_defaults(&a.st);
 	cache_put(m->c, c->id, path, &a, NULL);

@@ -374,7 +374,8 @@ ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 		log_err("cannot write '%s' in container '%s': spool: %s",
 			f->path, f->ctr.name, strerror(errno));
 	} else {
-		f->mtime_set = false;
+		/* the next PUT sets the atime to the new mtime */
+		f->mtime_set = f->atime_set = false;
 		touch_mtime(f);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -403,7 +404,11 @@ void writer_stat_locked(struct wfile *f, struct stat *st)
 		st->st_size = sp.st_size;
 		st->st_blocks = sp.st_blocks;
 	}
-	st->st_atim = st->st_ctim = st->st_mtim;
+	/* no atime set: a PUT makes it the mtime (one set before the mtime
+	 * is set after the commit, with touch: fs_change.c) */
+	if (!f->atime_set)
+		st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
 }
 
@@ -454,11 +459,18 @@ void wfile_chown(struct wfile *f, uid_t uid, gid_t gid)
 	pthread_mutex_unlock(&f->lock);
 }
 
-void wfile_utimens(struct wfile *f, const struct timespec *mtime)
+void wfile_utimens(struct wfile *f, const struct timespec *atime,
+		   const struct timespec *mtime)
 {
 	pthread_mutex_lock(&f->lock);
-	f->st.st_mtim = *mtime;
-	f->mtime_set = true;
+	if (mtime) {
+		f->st.st_mtim = *mtime;
+		f->mtime_set = true;
+	}
+	if (atime) {
+		f->st.st_atim = *atime;
+		f->atime_set = true;
+	}
 	mark_dirty(f);
 	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);

@@ -61,6 +61,7 @@ static int next_item(struct body *b)
 	te.st.st_size = sp.st_size;
 	te.xattrs = f->xattrs;
 	te.xattrs_len = f->xattrs_len;
+	te.atime = f->atime_set;
 	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
 	if (n < 0)
 		return (int)n;
