@@ -294,17 +294,23 @@ static void merge(struct cache *c, struct node *n,
 	    old.st.st_mtim.tv_nsec != 0 && old.st.st_size == attr->st.st_size)
 		n->attr.st.st_mtim.tv_nsec = old.st.st_mtim.tv_nsec;
 	n->attr.flags &= ~CACHE_TIMES;
-	if (!(attr->flags & CACHE_TIMES) && same_type) {
+	if (same_type) {
 		bool same =
 		    old.st.st_size == attr->st.st_size &&
 		    old.st.st_mtim.tv_sec == n->attr.st.st_mtim.tv_sec &&
 		    old.st.st_mtim.tv_nsec == n->attr.st.st_mtim.tv_nsec;
+		bool ours = attr->flags & CACHE_TIMES;
+		struct stat *st = &n->attr.st;
 
-		/* no source says an atime: the file's own stays while it is
-		 * the same file, and a change does not move it back */
-		if (same ||
-		    !timespec_before(&old.st.st_atim, &n->attr.st.st_atim))
-			n->attr.st.st_atim = old.st.st_atim;
+		/* no source says an atime or a ctime: the file's own stay
+		 * while it is the same file, and a change moves them only
+		 * forward; ctrfs's own change never moves a ctime back */
+		if (!ours &&
+		    (same || !timespec_before(&old.st.st_atim, &st->st_atim)))
+			st->st_atim = old.st.st_atim;
+		if ((!ours && same) ||
+		    timespec_before(&st->st_ctim, &old.st.st_ctim))
+			st->st_ctim = old.st.st_ctim;
 	}
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||

@@ -22,11 +22,12 @@
  * entries are as ctrfs left them, so its listing stays, as confirmed
  * before (a new mtime does not drop it). Not kept in the stored flags. */
 #define CACHE_SAME_ENTRIES 4u
-/* The attr's atime is what ctrfs set (utimens, a commit): stored as
- * given. Without it, no source has said an atime (HEAD, tar headers and
- * find's stat carry none): the entry keeps the one it has while the file
- * is the same (type, size, mtime), else the later of it and the new
- * mtime. Not kept in the stored flags. */
+/* The attr's atime and ctime are what ctrfs set (utimens, a commit, a
+ * change it made): stored as given, but a ctime never goes back. Without
+ * it, no source has said them (HEAD, tar headers and find's stat carry
+ * neither): the entry keeps the ones it has while the file is the same
+ * (type, size, mtime), else the later of each and the new mtime. Not kept
+ * in the stored flags. */
 #define CACHE_TIMES 16u
 
 static inline bool timespec_before(const struct timespec *a,

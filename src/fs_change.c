@@ -343,8 +343,11 @@ static int remove_path(const char *path, const char *tool)
 		meta_committed(fs->meta, c, inner, NULL, t0);
 	else
 		meta_forget(fs->meta, c, inner); /* perhaps removed */
-	if (ret == 0)
-		names_changed(c, &nm); /* one link less */
+	if (ret == 0 && nm.n > 0) {
+		/* one link less, and its ctime moved (every name shows it) */
+		meta_changed(fs->meta, c, nm.path[0]);
+		names_changed(c, &nm);
+	}
 	ctr_put(fs->ctrs, c);
 	return ret;
 }

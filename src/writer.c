@@ -246,6 +246,7 @@ out_free:
 /* f->lock held: f changed, and is to be committed (again). */
 static void mark_dirty(struct wfile *f)
 {
+	engine_clock(f->w->e, &f->st.st_ctim);
 	f->dirty = true;
 	f->failed = false; /* the next close tries it, whatever the last did */
 	atomic_store(&f->attempts, 0); /* new content: tried anew */
@@ -296,7 +297,7 @@ static void touch_mtime(struct wfile *f)
 {
 	mark_dirty(f);
 	if (!f->mtime_set)
-		engine_clock(f->w->e, &f->st.st_mtim);
+		f->st.st_mtim = f->st.st_ctim; /* one time, as write(2) */
 }
 
 struct wfile *wfile_get(struct wfile *f)
@@ -408,7 +409,8 @@ void writer_stat_locked(struct wfile *f, struct stat *st)
 	 * is set after the commit, with touch: fs_change.c) */
 	if (!f->atime_set)
 		st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
+	if (!st->st_ctim.tv_sec && !st->st_ctim.tv_nsec)
+		st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
 }
 

@@ -258,6 +258,9 @@ void writer_commit_landed(struct wfile *f, long t0)
 			 f->path, f->ctr.name, (unsigned long)f->links);
 		f->links = 1;
 	}
+	/* a new file in the container: its ctime is now (meta_committed()
+	 * says the same) */
+	engine_clock(f->w->e, &f->st.st_ctim);
 	writer_stat_locked(f, &st);
 	/* before a rename or unlink waiting for f can change what it says */
 	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);

@@ -169,3 +169,57 @@ def test_utime_now(mount, files):
     assert at == mt < A * NS
 
 
+
+
+def _ctime_step(c, m, path, change, ctr_path=None):
+    """Runs change(); the file's ctime must move forward through the mount
+    and inside, and the mount's be the container's, as ctrfs's clock saw
+    it just after (same host clock: not before it, within a few seconds)."""
+    ctr_path = ctr_path or path
+    before_m = mnt_times(m.p(c, path))[2]
+    before_c = ctr_times(c, ctr_path)[2]
+    change()
+    after_m = mnt_times(m.p(c, path))[2]
+    after_c = ctr_times(c, ctr_path)[2]
+    assert after_c > before_c, "the container's ctime did not move"
+    assert after_m > before_m, f"the mount's ctime did not move: {before_m} -> {after_m}"
+    assert after_c <= after_m < after_c + 5 * NS, f"mount {after_m}, container {after_c}"
+    return after_m
+
+
+def test_ctime_follows_every_change(mount, files):
+    """chmod, chown, utimens, a write, truncate, link and unlink of another
+    name, rename: each moves the ctime, through the mount as inside."""
+    m = mount()
+    f = "/t/f"
+    p = m.p(files, f)
+    _ctime_step(files, m, f, lambda: os.chmod(p, 0o600))
+    _ctime_step(files, m, f, lambda: os.chown(p, 1234, 5678))
+    _ctime_step(files, m, f, lambda: os.utime(p, ns=(A * NS, M * NS)))
+    # the mtime set is in the future: the ctime is now all the same
+    assert mnt_times(p)[2] < A * NS
+    _ctime_step(files, m, f, lambda: os.link(p, m.p(files, "/t/f2")))
+    _ctime_step(files, m, f, lambda: os.unlink(m.p(files, "/t/f2")))
+    _ctime_step(files, m, f, lambda: os.truncate(p, 1))
+
+    def write():
+        with open(p, "ab") as fh:
+            fh.write(b"more")
+
+    _ctime_step(files, m, f, write)
+    os.rename(p, m.p(files, "/t/moved"))
+    assert ctr_times(files, "/t/moved")[2] <= mnt_times(m.p(files, "/t/moved"))[2]
+
+
+def test_ctime_does_not_move_for_the_same_file(mount, files):
+    """Past the TTL (attr_timeout=0), a HEAD and a listing of the directory
+    again (tar headers: no ctime) leave the ctime ctrfs set as it was."""
+    m = mount("-o", "attr_timeout=0")
+    p = m.p(files, "/t/f")
+    os.chmod(p, 0o640)
+    want = mnt_times(p)
+    time.sleep(1.1)
+    assert mnt_times(p) == want
+    files.exec("touch", "/t/other")
+    assert "other" in call_with_timeout(os.listdir, m.p(files, "/t"))
+    assert mnt_times(p)[2] == want[2]
