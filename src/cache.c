@@ -307,6 +307,7 @@ static void merge(struct cache *c, struct node *n,
 	if (n->data && !cache_data_holds(n, &attr->st))
 		cache_drop_data(c, n);
 	n->attr = *attr;
+	n->mtime_moved = false;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	/* a tar header's mtime has whole seconds: the same second from it,
 	 * same type and size, is the time a HEAD or our own commit gave to
@@ -315,6 +316,25 @@ static void merge(struct cache *c, struct node *n,
 	if (same_type && same_mtime && attr->st.st_mtim.tv_nsec == 0 &&
 	    old.st.st_mtim.tv_nsec != 0 && old.st.st_size == attr->st.st_size)
 		n->attr.st.st_mtim = old.st.st_mtim; /* Podman: a second on */
+	n->attr.flags &= ~CACHE_TIMES;
+	if (same_type) {
+		bool same =
+		    old.st.st_size == attr->st.st_size &&
+		    old.st.st_mtim.tv_sec == n->attr.st.st_mtim.tv_sec &&
+		    old.st.st_mtim.tv_nsec == n->attr.st.st_mtim.tv_nsec;
+		bool ours = attr->flags & CACHE_TIMES;
+		struct stat *st = &n->attr.st;
+
+		/* no source says an atime or a ctime: the file's own stay
+		 * while it is the same file, and a change moves them only
+		 * forward; ctrfs's own change never moves a ctime back */
+		if (!ours &&
+		    (same || !timespec_before(&old.st.st_atim, &st->st_atim)))
+			st->st_atim = old.st.st_atim;
+		if ((!ours && same) ||
+		    timespec_before(&st->st_ctim, &old.st.st_ctim))
+			st->st_ctim = old.st.st_ctim;
+	}
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;
@@ -398,7 +418,8 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->keylen = len;
 	n->hash = h;
 	n->attr = *attr;
-	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO);
+	n->attr.flags &=
+	    ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO | CACHE_TIMES);
 	if (!n->attr.st.st_ino)
 		n->attr.st.st_ino = cache_new_ino();
 	else if (attr->st.st_nlink > 1 && !S_ISDIR(attr->st.st_mode))
@@ -435,6 +456,7 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 		if (st && n->data && !cache_data_holds(n, st))
 			cache_drop_data(c, n);
 		n->attr.validated = now;
+		n->mtime_moved = false;
 		if (n->names &&
 		    (!listing_holds(n, n->attr.st.st_mtim.tv_sec, true) ||
 		     own_window_over(n, n->attr.st.st_mtim.tv_sec, now)))
@@ -452,10 +474,10 @@ void cache_proven(struct cache *c, const char *ns, const char *path, double now)
 	pthread_mutex_lock(&c->lock);
 	n = cache_lookup(c, ns, path);
 	/* not one whose mtime ctrfs moved since (validated 0, by
-	 * cache_dir_changed()): the PUT proves it is there, not what its
-	 * mtime is now */
+	 * cache_dir_changed(), or mtime_moved): the PUT proves it is there,
+	 * not what its mtime is now */
 	if (n && S_ISDIR(n->attr.st.st_mode) && n->attr.validated > 0 &&
-	    now > n->attr.validated)
+	    !n->mtime_moved && now > n->attr.validated)
 		n->attr.validated = now;
 	pthread_mutex_unlock(&c->lock);
 }
@@ -912,6 +934,7 @@ void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 	n = cache_lookup(c, ns, dir);
 	if (n) {
 		n->attr.validated = 0; /* its mtime moved: ask again */
+		n->mtime_moved = true;
 		n->own_from = from;
 		n->own_until = until;
 		/* until is a second past the engine's now, whose lag ctrfs

@@ -23,6 +23,20 @@
  * entries are as ctrfs left them, so its listing stays, as confirmed
  * before (a new mtime does not drop it). Not kept in the stored flags. */
 #define CACHE_SAME_ENTRIES 4u
+/* The attr's atime and ctime are what ctrfs set (utimens, a commit, a
+ * change it made): stored as given, but a ctime never goes back. Without
+ * it, no source has said them (HEAD, tar headers and find's stat carry
+ * neither): the entry keeps the ones it has while the file is the same
+ * (type, size, mtime), else the later of each and the new mtime. Not kept
+ * in the stored flags. */
+#define CACHE_TIMES 16u
+
+static inline bool timespec_before(const struct timespec *a,
+				   const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
 
 struct cache_attr {
 	struct stat st;

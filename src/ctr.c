@@ -20,6 +20,9 @@ struct ctr_priv {
 	bool seen;	/* by the listing being applied */
 	bool inspected; /* tmpfs mounts are fixed at creation */
 	bool warned;
+	/* the name before its last rename: paths below it still lead here
+	 * (ctr_lookup_below()) */
+	char old_name[256];
 	char *tmpfs; /* packed NUL-terminated mount points */
 	size_t ntmpfs;
 	struct ctr_priv *next;
@@ -119,6 +122,17 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 	if (!*name || strchr(name, '/'))
 		return;
 	p = find_id(t, json_object_get_string(id));
+	/* just after a rename the engine lists both names (it releases the
+	 * old one after the event is sent): the one the event gave stays */
+	for (size_t i = 1; p && i < json_object_array_length(names); i++) {
+		const char *ni =
+		    json_object_get_string(json_object_array_get_idx(names, i));
+
+		while (ni && *ni == '/')
+			ni++;
+		if (ni && strcmp(ni, p->pub.name) == 0)
+			name = p->pub.name;
+	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));
 		if (!p)
@@ -136,8 +150,11 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 	 * states change rarely, and a torn read only mislabels a log line;
 	 * written only when they change, as the event stream's thread lists
 	 * while others read */
-	if (strcmp(p->pub.name, name) != 0)
+	if (strcmp(p->pub.name, name) != 0) {
+		if (p->pub.name[0]) /* renamed */
+			memcpy(p->old_name, p->pub.name, sizeof(p->old_name));
 		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+	}
 	if (strcmp(p->pub.state, json_object_get_string(state)) != 0) {
 		bool running;
 
@@ -263,6 +280,52 @@ static int find_name(struct ctr_table *t, const char *name, struct ctr **out)
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/* The container that was called name before its last rename. */
+static int find_old_name(struct ctr_table *t, const char *name,
+			 struct ctr **out)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct ctr_priv *p = t->head; p; p = p->next) {
+		if (p->listed && strcmp(p->old_name, name) == 0 &&
+		    visible_state(p->pub.state, t->all)) {
+			p->refs++;
+			*out = &p->pub;
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void ctr_renamed(struct ctr_table *t, const char *id, const char *name)
+{
+	struct ctr_priv *p;
+
+	while (*name == '/')
+		name++;
+	if (!*name || strchr(name, '/'))
+		return;
+	pthread_mutex_lock(&t->lock);
+	p = find_id(t, id);
+	if (p && strcmp(p->pub.name, name) != 0) {
+		memcpy(p->old_name, p->pub.name, sizeof(p->old_name));
+		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int ctr_lookup_below(struct ctr_table *t, const char *name, struct ctr **out)
+{
+	int ret = ctr_lookup(t, name, out);
+
+	if (ret == -ENOENT)
+		ret = find_old_name(t, name, out);
 	return ret;
 }
 

@@ -42,11 +42,21 @@ void ctr_table_unwatch(struct ctr_table *t);
  * open, so that an access need not list them again on age alone. */
 int ctr_refresh(struct ctr_table *t);
 void ctr_set_live(struct ctr_table *t, bool live);
+/* A `rename` event: container id is called name now (the list read just
+ * after it may still carry the old name too). */
+void ctr_renamed(struct ctr_table *t, const char *id, const char *name);
 
 /* 0 and a reference, -ENOENT when no such (visible) container, -EIO when
  * the engine cannot be reached. */
 int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out);
 void ctr_put(struct ctr_table *t, struct ctr *c);
+
+/* The same for a path below the container's directory: a name no
+ * container has now also finds the one renamed from it (docker rename),
+ * so that what the kernel already holds under the old name (open files,
+ * a cwd, directories open) follows the container; its directory itself,
+ * looked up by the old name, is ENOENT (ctr_lookup()). */
+int ctr_lookup_below(struct ctr_table *t, const char *name, struct ctr **out);
 
 /* The names of the visible containers, packed NUL-terminated in *names
  * (free() it); 0 or -errno. */

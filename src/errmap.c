@@ -141,6 +141,8 @@ static const struct tool_row {
     {"Value too large for defined data type", EOVERFLOW, false},
     /* GNU mv of two names of one file (busybox's renames: a no-op) */
     {"are the same file", EALREADY, true},
+    /* busybox touch -d of a time with a fraction: "invalid date '@S.N'" */
+    {"invalid date", EINVAL, true},
     /* busybox rm and mv: "'P' is a directory" */
     {"' is a directory", EISDIR, true},
     /* GNU mv: "cannot overwrite non-directory 'T' with directory 'F'",

@@ -59,6 +59,21 @@ static bool action_changes_list(const char *a)
 	return false;
 }
 
+/* A rename event's new name (Actor.Attributes.name) for its container
+ * (Actor.ID): the engine lists the old name too until a moment after. */
+static void renamed(struct ctr_table *t, struct json_object *o)
+{
+	struct json_object *actor, *id, *attrs, *name;
+
+	if (json_object_object_get_ex(o, "Actor", &actor) &&
+	    json_object_object_get_ex(actor, "ID", &id) &&
+	    json_object_object_get_ex(actor, "Attributes", &attrs) &&
+	    json_object_object_get_ex(attrs, "name", &name) &&
+	    json_object_get_string(id) && json_object_get_string(name))
+		ctr_renamed(t, json_object_get_string(id),
+			    json_object_get_string(name));
+}
+
 /* The next byte of the connection, or -errno (-EPIPE: it closed). Before
  * waiting for more, the table is listed again if events came: one GET for
  * each burst of events that arrived together. */
@@ -159,6 +174,8 @@ static int take_event(struct reader *d, const char *line)
 		log_dbg("events: container %s", action);
 		d->dirty = true;
 	}
+	if (strcmp(type, "container") == 0 && strcmp(action, "rename") == 0)
+		renamed(d->ev->t, o);
 out:
 	json_object_put(o);
 	return ret;

@@ -59,7 +59,10 @@ int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
 		return ret;
 	if (!*inner)
 		return 0;
-	ret = ctr_lookup(fs->ctrs, name, c);
+	/* below the container's directory, its old name still leads to a
+	 * renamed container: the kernel asks so for what it holds open */
+	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(fs->ctrs, name, c)
+				       : ctr_lookup_below(fs->ctrs, name, c);
 	if (ret < 0)
 		return ret;
 	ret = ctr_check_path(fs->ctrs, *c, *inner);

@@ -76,13 +76,16 @@ static const char *base_of(const char *path)
 	return strrchr(path, '/') + 1;
 }
 
-/* Creates one data-less entry at inner with one PUT to its directory. */
+/* Creates one data-less entry at inner with one PUT to its directory (its
+ * atime too when atime is set). */
 static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
-		     const struct stat *st, const char *symlink)
+		     const struct stat *st, const char *symlink, bool atime)
 {
 	char parent[PATH_MAX];
-	struct tar_entry te = {
-	    .name = base_of(inner), .st = *st, .symlink = symlink};
+	struct tar_entry te = {.name = base_of(inner),
+			       .st = *st,
+			       .symlink = symlink,
+			       .atime = atime};
 	long t0 = engine_now(fs->e);
 	int ret;
 
@@ -111,6 +114,9 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 
 /* set while a caller has another way when the tool cannot run */
 static __thread bool tool_optional;
+/* set by run_tool(): the last tool could not run (-EOPNOTSUPP) */
+static __thread bool tool_missing;
+static __thread bool tool_fraction;
 
 /* Runs a standard tool in the container: argv, each word quoted for the
  * container's shell (agent.c), or an exec of its own. */
@@ -128,7 +134,11 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 		ret =
 		    engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
 
-	if (ret == -EOPNOTSUPP && tool_optional)
+	tool_missing = ret == -EOPNOTSUPP;
+	if (ret == -EINVAL && tool_fraction)
+		log_dbg("'%s' in container '%s' takes no fraction: %s", argv[0],
+			c->name, msg);
+	else if (ret == -EOPNOTSUPP && tool_optional)
 		log_dbg("no '%s' to run in container '%s': another way",
 			argv[0], c->name);
 	else if (ret == -EOPNOTSUPP && (status == 126 || status == 127))
@@ -216,7 +226,10 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 		return ret;
 	caller_stat(&st, mode);
 	st.st_rdev = rdev;
-	ret = put_entry(fs, c, inner, &st, symlink);
+	/* a directory's entry without an atime gets atime 0 from Docker
+	 * 20.10 (26 leaves it): give it the mtime */
+	st.st_atim = st.st_mtim;
+	ret = put_entry(fs, c, inner, &st, symlink, S_ISDIR(mode));
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -332,8 +345,11 @@ static int remove_path(const char *path, const char *tool)
 		meta_committed(fs->meta, c, inner, NULL, t0);
 	else
 		meta_forget(fs->meta, c, inner); /* perhaps removed */
-	if (ret == 0)
-		names_changed(c, &nm); /* one link less */
+	if (ret == 0 && nm.n > 0) {
+		/* one link less, and its ctime moved (every name shows it) */
+		meta_changed(fs->meta, c, nm.path[0]);
+		names_changed(c, &nm);
+	}
 	ctr_put(fs->ctrs, c);
 	return ret;
 }
@@ -447,7 +463,9 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 			 const struct stat *st)
 {
 	char parent[PATH_MAX];
-	struct tar_entry te = {.name = base_of(inner), .st = *st};
+	/* with its atime: Docker 20.10 sets 0 for none */
+	struct tar_entry te = {
+	    .name = base_of(inner), .st = *st, .atime = true};
 
 	/* Podman's archive API reports every owner as 0:0: the owner goes
 	 * back as the container's `stat` says, never as 0:0 unasked */
@@ -470,30 +488,59 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 			 struct wfile *w, struct stat *st, void *arg);
 
+static void resolve_times(struct fs *fs, const struct timespec *tv,
+			  const struct timespec *cur_a,
+			  const struct timespec *cur_m, bool round,
+			  struct timespec *at, struct timespec *mt);
+
 /* A file's times where no `touch` runs (a shell-less container): the file
  * is copied in and put back with them, a GET and a PUT of all of it, which
  * is what `touch` cost everywhere before write-only opens were deferred. */
 static int utimens_by_copy(struct fs *fs, struct ctr *c, const char *inner,
-			   void *tv)
+			   const struct timespec *tv, bool has_touch)
 {
+	struct timespec at, mt;
+	char link[PATH_MAX];
 	struct wfile *w;
 	struct stat st;
 	int ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
 
+	if (ret == 0 && S_ISLNK(st.st_mode)) /* its raw target too */
+		ret = meta_getattr(fs->meta, c, inner, &st, link, sizeof(link));
 	if (ret < 0)
 		return ret;
-	if (!S_ISREG(st.st_mode)) {
-		log_err("cannot set the times of '%s' in container '%s': needs "
-			"'touch' run inside it",
-			inner, c->name);
+	resolve_times(fs, tv, &st.st_atim, &st.st_mtim, false, &at, &mt);
+	if (timespec_before(&at, &mt) || (st.st_nlink > 1 && has_touch)) {
+		/* a PUT sets the later of the two; and it would split the
+		 * file from its other names, where touch keeps them */
+		log_err("cannot set the times of '%s' in container '%s': %s",
+			inner, c->name,
+			timespec_before(&at, &mt)
+			    ? "an atime before the mtime needs 'touch' run "
+			      "inside it, and whole seconds there"
+			    : "to the nanosecond, a file with hard links: "
+			      "its 'touch' takes whole seconds");
 		return -EOPNOTSUPP;
 	}
 	log_dbg("'%s' in container '%s': times set with a copy (no 'touch')",
 		inner, c->name);
+	if (!S_ISREG(st.st_mode)) {
+		/* a symlink, fifo or device node: its entry again, as it
+		 * is (a link that cannot be read is EIO there) */
+		st.st_atim = at;
+		st.st_mtim = mt;
+		return put_entry(fs, c, inner, &st,
+				 S_ISLNK(st.st_mode) ? link : NULL, true);
+	}
 	ret = writer_open(fs->writer, c, inner, O_WRONLY, &st, NULL, &w);
 	if (ret < 0)
 		return ret;
-	ret = apply_utimens(fs, c, inner, w, NULL, tv);
+	{
+		/* both given: an atime left as it is goes in the PUT too */
+		struct timespec both[2] = {at, mt};
+
+		ret = apply_utimens(fs, c, inner, w, NULL, both);
+	}
 	if (ret == 0)
 		ret = wfile_commit(w);
 	wfile_put(w);
@@ -549,10 +596,12 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 			meta_update(fs->meta, c, inner, &st);
 			names_of(fs, c, inner, &nm);
 			names_changed(c, &nm);
-		} else
+		} else if (!(ret == -EOPNOTSUPP && apply == apply_utimens)) {
+			/* (times no tool could set changed nothing) */
 			meta_forget(fs->meta, c, inner);
+		}
 		if (ret == -EOPNOTSUPP && apply == apply_utimens)
-			ret = utimens_by_copy(fs, c, inner, arg);
+			ret = utimens_by_copy(fs, c, inner, arg, !tool_missing);
 	}
 	ctr_put(fs->ctrs, c);
 	return ret;
@@ -637,35 +686,172 @@ int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
 	return change_attr(path, fi, apply_chown, &o);
 }
 
+/* "@SECS" or "@SECS.NNNNNNNNN" for `touch -d` (GNU's takes the fraction,
+ * busybox's refuses it as an invalid date) */
+static void touch_date(char *buf, size_t len, const struct timespec *t)
+{
+	if (t->tv_nsec)
+		snprintf(buf, len, "@%lld.%09ld", (long long)t->tv_sec,
+			 t->tv_nsec);
+	else
+		snprintf(buf, len, "@%lld", (long long)t->tv_sec);
+}
+
+/* `touch -c -h [-a|-m] -d DATE -- P`: which is "-a", "-m" or NULL (both).
+ * -EINVAL: the tool took no fraction. */
+static int touch_tool(struct fs *fs, struct ctr *c, const char *inner,
+		      const char *which, const struct timespec *t)
+{
+	char when[64];
+	const char *argv[9];
+	int i = 0, ret;
+
+	touch_date(when, sizeof(when), t);
+	argv[i++] = "touch";
+	argv[i++] = "-c";
+	argv[i++] = "-h";
+	if (which)
+		argv[i++] = which;
+	argv[i++] = "-d";
+	argv[i++] = when;
+	argv[i++] = "--";
+	argv[i++] = inner;
+	argv[i] = NULL;
+	tool_fraction = t->tv_nsec != 0;
+	ret = run_tool(fs, c, argv, inner);
+	tool_fraction = false;
+	return ret;
+}
+
+/* The times utimensat asked for, UTIME_NOW and UTIME_OMIT resolved
+ * against now and the file's own (cur). round: NOW in whole seconds (a
+ * tool whose `touch` may take no fraction; any second of now is now). */
+static void resolve_times(struct fs *fs, const struct timespec *tv,
+			  const struct timespec *cur_a,
+			  const struct timespec *cur_m, bool round,
+			  struct timespec *at, struct timespec *mt)
+{
+	struct timespec now;
+
+	engine_clock(fs->e, &now);
+	if (round)
+		now.tv_nsec = 0;
+	*at = tv[0].tv_nsec == UTIME_NOW    ? now
+	      : tv[0].tv_nsec == UTIME_OMIT ? *cur_a
+					    : tv[0];
+	*mt = tv[1].tv_nsec == UTIME_NOW    ? now
+	      : tv[1].tv_nsec == UTIME_OMIT ? *cur_m
+					    : tv[1];
+	/* Podman keeps microseconds, rounded up: what it will hold */
+	engine_time_fit(fs->e, at);
+	engine_time_fit(fs->e, mt);
+}
+
+/* An open file's times go with its commit. A PUT sets a file's atime to
+ * the later of the two (moby's createTarFile): an atime before the mtime
+ * is set after it with `touch -a`, the file committed first. */
+static int utimens_wfile(struct fs *fs, struct ctr *c, const char *inner,
+			 struct wfile *w, const struct timespec *tv)
+{
+	struct timespec at, mt;
+	struct stat cur;
+	int ret;
+
+	wfile_stat(w, &cur);
+	resolve_times(fs, tv, &cur.st_atim, &cur.st_mtim, false, &at, &mt);
+	wfile_utimens(w, tv[0].tv_nsec == UTIME_OMIT ? NULL : &at,
+		      tv[1].tv_nsec == UTIME_OMIT ? NULL : &mt);
+	if (tv[0].tv_nsec == UTIME_OMIT || !timespec_before(&at, &mt))
+		return 0;
+	ret = wfile_commit(w);
+	if (ret < 0)
+		return ret;
+	ret = touch_tool(fs, c, inner, "-a", &at);
+	if (ret == -EINVAL && at.tv_nsec) {
+		/* busybox's touch takes whole seconds, and a PUT cannot put
+		 * an atime before the mtime: the second, said once per file
+		 * (cp -p of a file just written has one) */
+		log_warn("'%s' in container '%s': atime set to the second "
+			 "(its 'touch' takes no fraction)",
+			 inner, c->name);
+		at.tv_nsec = 0;
+		/* the file says so too (committed again: not dirty) */
+		wfile_utimens(w, &at, NULL);
+		ret = wfile_commit(w);
+		if (ret == 0)
+			ret = touch_tool(fs, c, inner, "-a", &at);
+	}
+	if (ret == 0) {
+		wfile_stat(w, &cur);
+		cur.st_atim = at;
+		meta_update(fs->meta, c, inner, &cur);
+	} else {
+		if (ret == -EINVAL || ret == -EOPNOTSUPP)
+			log_err("cannot set the atime of '%s' in container "
+				"'%s' before its mtime: a PUT sets the later "
+				"of the two, and no 'touch' there takes %s",
+				inner, c->name,
+				ret == -EINVAL ? "a fraction" : "it");
+		meta_forget(fs->meta, c, inner);
+		ret = -EOPNOTSUPP;
+	}
+	return ret;
+}
+
 static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 			 struct wfile *w, struct stat *st, void *arg)
 {
 	const struct timespec *tv = arg;
-	struct timespec mt = tv[1];
-	char when[64];
+	struct timespec at, mt, kept[2];
+	bool same;
+	int ret = 0;
 
-	if (mt.tv_nsec == UTIME_OMIT)
-		return 0; /* ctrfs keeps no atime */
-	if (mt.tv_nsec == UTIME_NOW)
-		engine_clock(fs->e, &mt);
-	engine_time_fit(fs->e, &mt);
-	if (w) {
-		wfile_utimens(w, &mt);
+	if (tv[0].tv_nsec == UTIME_OMIT && tv[1].tv_nsec == UTIME_OMIT)
 		return 0;
-	}
+	if (w)
+		return utimens_wfile(fs, c, inner, w, tv);
 	if (S_ISDIR(st->st_mode)) {
-		st->st_mtim = mt;
+		/* the engine applies both of a directory's entry as given */
+		resolve_times(fs, tv, &st->st_atim, &st->st_mtim, false,
+			      &st->st_atim, &st->st_mtim);
 		return put_dir_attrs(fs, c, inner, st);
 	}
-	st->st_mtim.tv_sec = mt.tv_sec;
-	st->st_mtim.tv_nsec = 0; /* touch -d @SECS sets whole seconds */
-	snprintf(when, sizeof(when), "@%lld", (long long)mt.tv_sec);
-	{
-		const char *argv[] = {"touch", "-c", "-h",  "-d",
-				      when,    "--", inner, NULL};
+	/* a time given as it already is (rsync gives the atime back) is
+	 * left alone: no fraction for a busybox touch to refuse */
+	memcpy(kept, tv, sizeof(kept));
+	for (int i = 0; i < 2; i++) {
+		const struct timespec *cur = i ? &st->st_mtim : &st->st_atim;
 
-		return run_tool(fs, c, argv, inner);
+		if (kept[i].tv_sec == cur->tv_sec &&
+		    kept[i].tv_nsec == cur->tv_nsec)
+			kept[i].tv_nsec = UTIME_OMIT;
 	}
+	if (kept[0].tv_nsec == UTIME_OMIT && kept[1].tv_nsec == UTIME_OMIT)
+		return 0;
+	tv = kept;
+	resolve_times(fs, tv, &st->st_atim, &st->st_mtim, true, &at, &mt);
+	same = at.tv_sec == mt.tv_sec && at.tv_nsec == mt.tv_nsec &&
+	       tv[0].tv_nsec != UTIME_OMIT && tv[1].tv_nsec != UTIME_OMIT;
+	if (same) {
+		ret = touch_tool(fs, c, inner, NULL, &mt);
+	} else {
+		/* one with a fraction first: refused, nothing has changed */
+		bool a = tv[0].tv_nsec != UTIME_OMIT;
+		bool m = tv[1].tv_nsec != UTIME_OMIT;
+		bool m_first = m && mt.tv_nsec;
+
+		if (m_first)
+			ret = touch_tool(fs, c, inner, "-m", &mt);
+		if (ret == 0 && a)
+			ret = touch_tool(fs, c, inner, "-a", &at);
+		if (ret == 0 && m && !m_first)
+			ret = touch_tool(fs, c, inner, "-m", &mt);
+	}
+	if (ret == -EINVAL && (at.tv_nsec || mt.tv_nsec))
+		ret = -EOPNOTSUPP; /* a fraction: the copy may carry it */
+	st->st_atim = at;
+	st->st_mtim = mt;
+	return ret;
 }
 
 int ctrfs_utimens(const char *path, const struct timespec tv[2],
@@ -691,7 +877,7 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		st->st_size = 0;
 		st->st_ino = 0;
 		st->st_nlink = 1;
-		return put_entry(fs, c, inner, st, NULL);
+		return put_entry(fs, c, inner, st, NULL, false);
 	}
 	st->st_size = size;
 	engine_clock(fs->e, &st->st_mtim);

@@ -176,9 +176,11 @@ void meta_committed_link(struct meta *m, struct ctr *c, const char *path,
 {
 	cache_forget(m->c, c->id, path, !st || S_ISDIR(st->st_mode));
 	if (st) {
-		struct cache_attr a = {
-		    .st = *st, .validated = now_mono(), .flags = CACHE_OWNER};
+		struct cache_attr a = {.st = *st,
+				       .validated = now_mono(),
+				       .flags = CACHE_OWNER | CACHE_TIMES};
 
+		engine_clock(m->e, &a.st.st_ctim); /* a new file there */
 		fill_defaults(&a.st);
 		cache_put(m->c, c->id, path, &a, link);
 		cache_listing_add(m->c, c->id, path);
@@ -221,6 +223,8 @@ void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
 	 * to another parent, its `..` changed */
 	if (S_ISDIR(a.st.st_mode))
 		a.validated = 0;
+	engine_clock(m->e, &a.st.st_ctim); /* as rename(2) does */
+	a.flags |= CACHE_TIMES;
 	cache_put(m->c, c->id, to, &a, (a.flags & CACHE_LINK) ? lbuf : NULL);
 	cache_listing_add(m->c, c->id, to);
 	parent_changed(m, c, to, since);
@@ -245,9 +249,22 @@ void meta_update(struct meta *m, struct ctr *c, const char *path,
 	/* mode, owner or times changed; a directory's entries did not */
 	struct cache_attr a = {.st = *st,
 			       .validated = now_mono(),
-			       .flags = CACHE_OWNER | CACHE_SAME_ENTRIES};
+			       .flags = CACHE_OWNER | CACHE_SAME_ENTRIES |
+					CACHE_TIMES};
 
+	engine_clock(m->e, &a.st.st_ctim);
 	fill_defaults(&a.st);
+	cache_put(m->c, c->id, path, &a, NULL);
+}
+
+void meta_changed(struct meta *m, struct ctr *c, const char *path)
+{
+	struct cache_attr a;
+
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) < 0)
+		return;
+	engine_clock(m->e, &a.st.st_ctim);
+	a.flags |= CACHE_TIMES | CACHE_SAME_ENTRIES;
 	cache_put(m->c, c->id, path, &a, NULL);
 }
 

@@ -88,10 +88,15 @@ void meta_moved(struct meta *m, struct ctr *c, const char *from, const char *to,
  * attributes to be asked. */
 void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since);
 
-/* Records the attributes ctrfs just gave path (owner included); for a
- * directory its listing is kept. */
+/* Records the attributes ctrfs just gave path (owner included, the ctime
+ * now); for a directory its listing is kept. meta_committed() and
+ * meta_moved() make the ctime now too. */
 void meta_update(struct meta *m, struct ctr *c, const char *path,
 		 const struct stat *st);
+
+/* ctrfs changed path's file otherwise (a name of it went): its ctime is
+ * now, if it is cached. */
+void meta_changed(struct meta *m, struct ctr *c, const char *path);
 
 /*
  * The extended attributes of regular file path, whose attributes are st,

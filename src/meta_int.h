@@ -99,8 +99,12 @@ static inline void fill_defaults(struct stat *st)
 {
 	st->st_blksize = CTRFS_BLKSIZE;
 	st->st_blocks = (st->st_size + 511) / 512;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
+	/* a source gives neither (0): the mtime stands for them; ctrfs's
+	 * own changes set them */
+	if (!st->st_atim.tv_sec && !st->st_atim.tv_nsec)
+		st->st_atim = st->st_mtim;
+	if (!st->st_ctim.tv_sec && !st->st_ctim.tv_nsec)
+		st->st_ctim = st->st_mtim;
 	if (st->st_nlink == 0)
 		st->st_nlink = 1;
 }

@@ -187,6 +187,9 @@ ssize_t tarstream_header(const struct tar_entry *e, char *out, size_t outlen)
 	archive_entry_set_gid(ae, e->st.st_gid);
 	archive_entry_set_mtime(ae, e->st.st_mtim.tv_sec,
 				e->st.st_mtim.tv_nsec);
+	if (e->atime)
+		archive_entry_set_atime(ae, e->st.st_atim.tv_sec,
+					e->st.st_atim.tv_nsec);
 	if (S_ISCHR(e->st.st_mode) || S_ISBLK(e->st.st_mode))
 		archive_entry_set_rdev(ae, e->st.st_rdev);
 	if (e->symlink) {

@@ -7,6 +7,7 @@
 #ifndef CTRFS_TARSTREAM_H
 #define CTRFS_TARSTREAM_H
 
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -25,6 +26,9 @@ struct tar_entry {
 	 * says, or NULL */
 	const char *xattrs;
 	size_t xattrs_len;
+	/* written: st.st_atim goes in a pax atime (the engine applies it,
+	 * to a regular file or symlink as the later of it and the mtime) */
+	bool atime;
 };
 
 struct tarstream;
@@ -49,8 +53,8 @@ void tarstream_free(struct tarstream *t);
  * Writes the header block(s) of one entry (pax extensions where ustar
  * cannot say it: long names, big ids, sub-second mtimes) into out; the
  * entry's data, padded to TAR_BLOCK, follows it in the archive. Uses
- * name, st (type, mode, uid, gid, size, mtime), symlink, hardlink and
- * xattrs of e.
+ * name, st (type, mode, uid, gid, size, mtime; atime when e->atime),
+ * symlink, hardlink and xattrs of e.
  * Returns the length, or -errno (-ENAMETOOLONG when out is too small).
  */
 #define TAR_BLOCK 512

@@ -263,6 +263,7 @@ out_free:
 /* f->lock held: f changed, and is to be committed (again). */
 static void mark_dirty(struct wfile *f)
 {
+	engine_clock(f->w->e, &f->st.st_ctim);
 	f->dirty = true;
 	f->failed = false; /* the next close tries it, whatever the last did */
 	atomic_store(&f->attempts, 0); /* new content: tried anew */
@@ -313,7 +314,7 @@ static void touch_mtime(struct wfile *f)
 {
 	mark_dirty(f);
 	if (!f->mtime_set)
-		engine_clock(f->w->e, &f->st.st_mtim);
+		f->st.st_mtim = f->st.st_ctim; /* one time, as write(2) */
 }
 
 struct wfile *wfile_get(struct wfile *f)
@@ -391,7 +392,8 @@ ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off)
 		log_err("cannot write '%s' in container '%s': spool: %s",
 			f->path, f->ctr.name, strerror(errno));
 	} else {
-		f->mtime_set = false;
+		/* the next PUT sets the atime to the new mtime */
+		f->mtime_set = f->atime_set = false;
 		touch_mtime(f);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -420,7 +422,12 @@ void writer_stat_locked(struct wfile *f, struct stat *st)
 		st->st_size = sp.st_size;
 		st->st_blocks = sp.st_blocks;
 	}
-	st->st_atim = st->st_ctim = st->st_mtim;
+	/* no atime set: a PUT makes it the mtime (one set before the mtime
+	 * is set after the commit, with touch: fs_change.c) */
+	if (!f->atime_set)
+		st->st_atim = st->st_mtim;
+	if (!st->st_ctim.tv_sec && !st->st_ctim.tv_nsec)
+		st->st_ctim = st->st_mtim;
 	st->st_blksize = CTRFS_BLKSIZE;
 }
 
@@ -471,11 +478,18 @@ void wfile_chown(struct wfile *f, uid_t uid, gid_t gid)
 	pthread_mutex_unlock(&f->lock);
 }
 
-void wfile_utimens(struct wfile *f, const struct timespec *mtime)
+void wfile_utimens(struct wfile *f, const struct timespec *atime,
+		   const struct timespec *mtime)
 {
 	pthread_mutex_lock(&f->lock);
-	f->st.st_mtim = *mtime;
-	f->mtime_set = true;
+	if (mtime) {
+		f->st.st_mtim = *mtime;
+		f->mtime_set = true;
+	}
+	if (atime) {
+		f->st.st_atim = *atime;
+		f->atime_set = true;
+	}
 	mark_dirty(f);
 	rejournal_locked(f);
 	pthread_mutex_unlock(&f->lock);

@@ -124,7 +124,10 @@ int wfile_queue(struct wfile *f);
 int wfile_truncate(struct wfile *f, off_t size);
 void wfile_chmod(struct wfile *f, mode_t mode);
 void wfile_chown(struct wfile *f, uid_t uid, gid_t gid);
-void wfile_utimens(struct wfile *f, const struct timespec *mtime);
+/* Sets the times the commit puts (NULL: not this one). The engine sets a
+ * file's atime to the later of the two. */
+void wfile_utimens(struct wfile *f, const struct timespec *atime,
+		   const struct timespec *mtime);
 /* getxattr(2) of name, or listxattr(2) when name is NULL, on the set the
  * file is to be put with. */
 ssize_t wfile_getxattr(struct wfile *f, const char *name, void *value,

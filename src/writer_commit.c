@@ -61,6 +61,7 @@ static int next_item(struct body *b)
 	te.st.st_size = sp.st_size;
 	te.xattrs = f->xattrs;
 	te.xattrs_len = f->xattrs_len;
+	te.atime = f->atime_set;
 	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
 	if (n < 0)
 		return (int)n;
@@ -257,6 +258,9 @@ void writer_commit_landed(struct wfile *f, long t0)
 			 f->path, f->ctr.name, (unsigned long)f->links);
 		f->links = 1;
 	}
+	/* a new file in the container: its ctime is now (meta_committed()
+	 * says the same) */
+	engine_clock(f->w->e, &f->st.st_ctim);
 	writer_stat_locked(f, &st);
 	log_dbg("landed '%s' in container '%s' (mode %o, owner %d:%d)", f->path,
 		f->ctr.name, (unsigned)(st.st_mode & 07777), (int)st.st_uid,

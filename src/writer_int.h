@@ -37,6 +37,7 @@ struct wfile {
 	char *xattrs;	/* ... and its extended attributes (xattrs.h) */
 	size_t xattrs_len;
 	bool mtime_set;	   /* an explicit utimens: keep it */
+	bool atime_set;	   /* st.st_atim set by utimens: put it */
 	bool dirty;	   /* changed since the last commit */
 	bool in_container; /* exists there under path */
 	bool unlinked;

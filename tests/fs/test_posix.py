@@ -305,3 +305,63 @@ def test_rename_and_link_across_containers_are_exdev(mount, container):
     run_tool("mv", m.p(a, "/tmp/f"), m.p(b, "/tmp/g"))
     assert b.exec("cat", "/tmp/g") == b"x\n"
     assert a.exec("ls", "/tmp").split() == []
+
+
+def test_open_files_and_a_cwd_follow_a_renamed_container(mount, container):
+    """docker rename C C2 (issue 26): C2/... works and C is ENOENT at the
+    top, while what was open under C (a file read, a file written, a
+    directory, a shell's cwd) follows the container by its id: reads,
+    writes, fstat and lookups below go on."""
+    import subprocess
+
+    c = container()
+    data = os.urandom(300_000)
+    c.sh("mkdir -p /t/sub && echo hi > /t/sub/x")
+    c.write("/t/data", data)
+    m = mount("-o", "attr_timeout=0")  # every fstat and lookup asks ctrfs
+    rfd = os.open(m.p(c, "/t/data"), os.O_RDONLY)
+    wfd = os.open(m.p(c, "/t/new"), os.O_WRONLY | os.O_CREAT, 0o644)
+    dfd = os.open(m.p(c, "/t"), os.O_RDONLY | os.O_DIRECTORY)
+    shell = subprocess.Popen(["sh", "-c", "read x; cat sub/x; ls"], cwd=m.p(c, "/t"),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = os.read(rfd, 1000)
+        os.write(wfd, b"before ")
+        old, new = c.name, c.name + "-2"
+        c.docker("rename", old, new)
+        c.name = new
+        assert wait_for(lambda: not os.path.exists(m.p(old)), timeout=10), "the old name stays"
+        assert errno_of(os.stat, m.p(old)) == errno.ENOENT
+        assert errno_of(os.stat, m.p(old, "/t/data")) == errno.ENOENT
+        assert new in m.listdir() and old not in m.listdir()
+        with open(m.p(new, "/t/data"), "rb") as f:
+            assert f.read() == data
+        # the open file being read: fstat and the rest of its data
+        assert os.fstat(rfd).st_size == len(data)
+        rest = b""
+        while True:
+            b = os.read(rfd, 65536)
+            if not b:
+                break
+            rest += b
+        assert first + rest == data
+        # the file being written: more data, fstat, and its commit
+        os.write(wfd, b"after")
+        assert os.fstat(wfd).st_size == len(b"before after")
+        os.close(wfd)
+        wfd = None
+        assert c.exec("cat", "/t/new") == b"before after"
+        # an open directory and a cwd: lookups below them
+        assert os.stat("sub/x", dir_fd=dfd).st_size == 3
+        assert "data" in os.listdir(dfd)
+        out, err = shell.communicate(b"go\n", timeout=60)
+        assert shell.returncode == 0, err
+        assert out.split(b"\n")[0] == b"hi" and b"data" in out
+    finally:
+        if shell.poll() is None:
+            shell.kill()
+            shell.wait()
+        os.close(rfd)
+        os.close(dfd)
+        if wfd is not None:
+            os.close(wfd)

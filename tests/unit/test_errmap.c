@@ -240,6 +240,7 @@ static void test_tool_texts(void)
 	    {1, "truncate: cannot open '/tmp/p/sl' for writing: Text file busy",
 	     -ETXTBSY},
 	    {1, "mv: '/tmp/p/f' and '/tmp/p/f2' are the same file", -EALREADY},
+	    {1, "touch: invalid date '@1600000000.123456789'", -EINVAL},
 	    {1,
 	     "mv: cannot overwrite non-directory '/tmp/p/f' with directory "
 	     "'/tmp/p/e'",
