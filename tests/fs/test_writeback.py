@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 
-from conftest import CTRFS_BIN, errname, host_tree, run_tool, tar_tree, tree_diff, wait_for, wb_status
+from conftest import CTRFS_BIN, PODMAN, errname, host_tree, run_tool, tar_tree, tree_diff, wait_for, wb_status
 
 KEYS = ("type", "perm", "uid", "gid", "mtime", "size", "sha256")
 
@@ -204,6 +204,9 @@ def check_calls(src, log, per_link):
     set in the container still (a symlink is made at once, not pending)."""
     nlinks = sum(1 for p in src.rglob("*") if p.is_symlink())
     tools = re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log)
+    if PODMAN:  # a directory's attributes put back ask its owner first:
+        # Podman's archive API says 0:0 for all (docs/design.md, Podman)
+        tools = [t for t in tools if t != "stat"]
     assert len(tools) <= len(per_link) * nlinks and set(tools) <= set(per_link), tools
     assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) <= 1
 
