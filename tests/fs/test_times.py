@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import call_with_timeout, errno_of
+from conftest import PODMAN, call_with_timeout, errno_of
 
 NS = 1_000_000_000
 A, M = 1900000000, 1950000000
@@ -50,6 +50,15 @@ def mnt_times(path):
     return (st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)
 
 
+def fit(pair):
+    """Times as the engine keeps them: Podman stores microseconds, rounded
+    up (Go's NsecToTimeval), and ctrfs shows them so (docs/design.md,
+    Podman); Docker keeps nanoseconds."""
+    if not PODMAN:
+        return pair
+    return tuple(-(-t // 1000) * 1000 for t in pair)
+
+
 def both(c, m, path):
     """(atime, mtime) through the mount and inside; they must agree."""
     inside = ctr_times(c, path)[:2]
@@ -71,16 +80,16 @@ def test_atime_set_apart_from_mtime(mount, files):
     m = mount("-o", "attr_timeout=0")
     p = m.p(files, "/t/f")
     os.utime(p, ns=(A * NS, M * NS))
-    assert both(files, m, "/t/f") == (A * NS, M * NS)
+    assert both(files, m, "/t/f") == fit((A * NS, M * NS))
     time.sleep(1.1)  # past the entry's validation second: the HEAD says only the mtime
-    assert both(files, m, "/t/f") == (A * NS, M * NS)
+    assert both(files, m, "/t/f") == fit((A * NS, M * NS))
     # /t's listing is read again (a GET: a tar header each). That GET reads
     # the files, which moves an atime not after the mtime in the container
     # (relatime), as any read would: one after it stays
     os.utime(p, ns=((M + 10) * NS, M * NS))
     files.exec("touch", "/t/other")
     assert "other" in call_with_timeout(os.listdir, m.p(files, "/t"))
-    assert both(files, m, "/t/f") == ((M + 10) * NS, M * NS)
+    assert both(files, m, "/t/f") == fit(((M + 10) * NS, M * NS))
 
 
 def test_atime_or_mtime_alone(mount, files):
@@ -89,9 +98,9 @@ def test_atime_or_mtime_alone(mount, files):
     p = m.p(files, "/t/f")
     os.utime(p, ns=(A * NS, M * NS))
     utimensat(p, (A + 5, 0), (0, UTIME_OMIT))
-    assert both(files, m, "/t/f") == ((A + 5) * NS, M * NS)
+    assert both(files, m, "/t/f") == fit(((A + 5) * NS, M * NS))
     utimensat(p, (0, UTIME_OMIT), (M + 7, 0))
-    assert both(files, m, "/t/f") == ((A + 5) * NS, (M + 7) * NS)
+    assert both(files, m, "/t/f") == fit(((A + 5) * NS, (M + 7) * NS))
 
 
 def test_nanoseconds_of_a_committed_file(mount, files):
@@ -101,7 +110,7 @@ def test_nanoseconds_of_a_committed_file(mount, files):
     p = m.p(files, "/t/f")
     at, mt = (M + 10) * NS + 123456789, M * NS + 987654321
     os.utime(p, ns=(at, mt))
-    assert both(files, m, "/t/f") == (at, mt)
+    assert both(files, m, "/t/f") == fit((at, mt))
     with open(p, "rb") as f:
         assert f.read() == b"hi\n"
 
@@ -114,28 +123,28 @@ def test_what_cannot_be_carried_is_refused(mount, files):
     m = mount()
     os.utime(m.p(files, "/t/f"), ns=(A * NS, A * NS))
     assert errno_of(lambda: os.utime(m.p(files, "/t/f"), ns=(A * NS + 5, M * NS + 7))) == errno.EOPNOTSUPP
-    assert both(files, m, "/t/f") == (A * NS, A * NS)
+    assert both(files, m, "/t/f") == fit((A * NS, A * NS))
     assert errno_of(lambda: os.utime(m.p(files, "/t/h"), ns=(M * NS + 5, M * NS + 5))) == errno.EOPNOTSUPP
     assert files.exec("stat", "-c", "%h %i", "/t/h") == files.exec("stat", "-c", "%h %i", "/t/h2")
     # whole seconds on a linked file: touch, in place
     os.utime(m.p(files, "/t/h"), ns=(A * NS, M * NS))
-    assert both(files, m, "/t/h2") == (A * NS, M * NS)
+    assert both(files, m, "/t/h2") == fit((A * NS, M * NS))
 
 
 def test_directory_times_with_nanoseconds(mount, files):
     m = mount()
     at, mt = A * NS + 111111111, M * NS + 222222222
     os.utime(m.p(files, "/t/d"), ns=(at, mt))
-    assert both(files, m, "/t/d") == (at, mt)
+    assert both(files, m, "/t/d") == fit((at, mt))
     utimensat(m.p(files, "/t/d"), (0, UTIME_OMIT), (M + 3, 5))
-    assert both(files, m, "/t/d") == (at, (M + 3) * NS + 5)
+    assert both(files, m, "/t/d") == fit((at, (M + 3) * NS + 5))
     # a chmod (a PUT of the entry) keeps both: Docker 20.10 sets atime 0
     # for an entry without one
     os.chmod(m.p(files, "/t/d"), 0o750)
-    assert both(files, m, "/t/d") == (at, (M + 3) * NS + 5)
+    assert both(files, m, "/t/d") == fit((at, (M + 3) * NS + 5))
     os.mkdir(m.p(files, "/t/d2"))
     st = os.lstat(m.p(files, "/t/d2"))
-    assert both(files, m, "/t/d2") == (st.st_mtime_ns, st.st_mtime_ns)
+    assert both(files, m, "/t/d2") == fit((st.st_mtime_ns, st.st_mtime_ns))
 
 
 def test_times_of_a_file_being_written(mount, files):
@@ -149,14 +158,14 @@ def test_times_of_a_file_being_written(mount, files):
         os.utime(fd, ns=(A * NS, M * NS))
     finally:
         os.close(fd)
-    assert both(files, m, "/t/new") == (A * NS, M * NS)
+    assert both(files, m, "/t/new") == fit((A * NS, M * NS))
     fd = os.open(m.p(files, "/t/new2"), os.O_WRONLY | os.O_CREAT, 0o644)
     try:
         os.write(fd, b"data\n")
         os.utime(fd, ns=(M * NS + 9, A * NS + 3))
     finally:
         os.close(fd)
-    assert both(files, m, "/t/new2") == (M * NS + 9, A * NS + 3)
+    assert both(files, m, "/t/new2") == fit((M * NS + 9, A * NS + 3))
     # an atime before the mtime, to the nanosecond, as `cp -p` of a file
     # just written gives: busybox's touch takes whole seconds, so the
     # atime is its second (logged); the mtime is exact
@@ -166,7 +175,7 @@ def test_times_of_a_file_being_written(mount, files):
         os.utime(fd, ns=(A * NS + 5, M * NS + 7))
     finally:
         os.close(fd)
-    assert both(files, m, "/t/new3") == (A * NS, M * NS + 7)
+    assert both(files, m, "/t/new3") == fit((A * NS, M * NS + 7))
     assert "atime set to the second" in m.log_text()
 
 
