@@ -265,33 +265,17 @@ void ctr_table_unwatch(struct ctr_table *t)
 	ctr_set_live(t, false);
 }
 
-static int find_name(struct ctr_table *t, const char *name, struct ctr **out)
+/* A reference to the listed, visible container called name (with old,
+ * called so before its last rename) into *out; -ENOENT when none is. */
+static int find_name(struct ctr_table *t, const char *name, bool old,
+		     struct ctr **out)
 {
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&t->lock);
 	for (struct ctr_priv *p = t->head; p; p = p->next) {
-		if (p->listed && strcmp(p->pub.name, name) == 0 &&
-		    visible_state(p->pub.state, t->all)) {
-			p->refs++;
-			*out = &p->pub;
-			ret = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&t->lock);
-	return ret;
-}
-
-/* The container that was called name before its last rename. */
-static int find_old_name(struct ctr_table *t, const char *name,
-			 struct ctr **out)
-{
-	int ret = -ENOENT;
-
-	pthread_mutex_lock(&t->lock);
-	for (struct ctr_priv *p = t->head; p; p = p->next) {
-		if (p->listed && strcmp(p->old_name, name) == 0 &&
+		if (p->listed &&
+		    strcmp(old ? p->old_name : p->pub.name, name) == 0 &&
 		    visible_state(p->pub.state, t->all)) {
 			p->refs++;
 			*out = &p->pub;
@@ -325,7 +309,7 @@ int ctr_lookup_below(struct ctr_table *t, const char *name, struct ctr **out)
 	int ret = ctr_lookup(t, name, out);
 
 	if (ret == -ENOENT)
-		ret = find_old_name(t, name, out);
+		ret = find_name(t, name, true, out);
 	return ret;
 }
 
@@ -335,14 +319,14 @@ int ctr_lookup(struct ctr_table *t, const char *name, struct ctr **out)
 	int ret = ensure_fresh(t, -1e9);
 
 	if (ret == 0)
-		ret = find_name(t, name, out);
+		ret = find_name(t, name, false, out);
 	/* a name the list lacks may be a container made since the list was
 	 * taken (`docker run -d x` and at once `cat <mnt>/x/f`, after an
 	 * `ls <mnt>`): no ENOENT without a list begun after this lookup */
 	if (ret == -ENOENT) {
 		ret = ensure_fresh(t, asked);
 		if (ret == 0)
-			ret = find_name(t, name, out);
+			ret = find_name(t, name, false, out);
 	}
 	return ret;
 }

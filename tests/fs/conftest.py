@@ -292,13 +292,7 @@ class Engine:
 
     def cleanup(self):
         self.stop()
-        # Anything dockerd left mounted under its roots must go before rm -rf.
-        prefix = self.dir + "/"
-        with open("/proc/self/mountinfo") as f:
-            points = [line.split()[4] for line in f]
-        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
-            subprocess.run(["umount", "-l", p], check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_engine_dir(self.dir)
 
     def argv(self, *args):
         """The command line of `docker ARGS` against this engine."""
@@ -433,12 +427,7 @@ class PodmanEngine(Engine):
             self.docker("rm", "-a", "-f", "-t", "0", check=False)
         self.stop()
         self._stop_conmons()
-        prefix = self.dir + "/"
-        with open("/proc/self/mountinfo") as f:
-            points = [line.split()[4] for line in f]
-        for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
-            subprocess.run(["umount", "-l", p], check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_engine_dir(self.dir)
 
     def argv(self, *args):
         args = list(args)
@@ -651,6 +640,17 @@ def compare_stat(ctr, mnt_path, ctr_path, keys=("size", "perm", "uid", "gid", "m
     return {k: (got[k], want[k]) for k in keys
             if got[k] != want[k] and not (PODMAN and k in ("uid", "gid") and got[k] == 0)
             and not (k == "mtime" and same_mtime(got[k], want[k]))}
+
+
+def remove_engine_dir(d):
+    """Removes an engine's directory: whatever the engine left mounted
+    under its roots goes first (lazily, deepest first), then the tree."""
+    prefix = d + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for p in sorted((p for p in points if p.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", p], check=False)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------
