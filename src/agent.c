@@ -396,6 +396,24 @@ void agent_free_all(void)
 	pthread_mutex_unlock(&agents_lock);
 }
 
+int agent_run_text(struct engine *e, const char *ctr, const char *const *argv,
+		   int *status, char *out, size_t outlen)
+{
+	int ret = agent_run_out(e, ctr, argv, status, out, outlen);
+
+	if (ret == 1) {
+		char *o = NULL;
+		size_t olen = 0;
+
+		ret = engine_exec_out(e, ctr, argv, status, out, outlen, &o,
+				      &olen);
+		if (ret == 0)
+			snprintf(out, outlen, "%s", o);
+		free(o);
+	}
+	return ret;
+}
+
 int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
 		gid_t *gid)
 {
@@ -403,18 +421,8 @@ int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
 	unsigned long u, g;
 	char out[256];
 	int status = 0;
-	int ret = agent_run_out(e, ctr, argv, &status, out, sizeof(out));
+	int ret = agent_run_text(e, ctr, argv, &status, out, sizeof(out));
 
-	if (ret == 1) {
-		char *o = NULL;
-		size_t olen = 0;
-
-		ret = engine_exec_out(e, ctr, argv, &status, out, sizeof(out),
-				      &o, &olen);
-		if (ret == 0)
-			snprintf(out, sizeof(out), "%s", o);
-		free(o);
-	}
 	if (ret < 0)
 		return ret;
 	if (status != 0 || sscanf(out, "%lu %lu", &u, &g) != 2)

@@ -27,6 +27,11 @@ int agent_run(struct engine *e, const char *ctr, const char *const *argv,
 int agent_run_out(struct engine *e, const char *ctr, const char *const *argv,
 		  int *status, char *out, size_t outlen);
 
+/* agent_run_out(), and where no shell runs (1) a plain exec of the tool:
+ * 0 with its status and output, or -errno. */
+int agent_run_text(struct engine *e, const char *ctr, const char *const *argv,
+		   int *status, char *out, size_t outlen);
+
 /*
  * The owner of path in container ctr as its `stat` says (through its
  * shell, else an exec): for Podman, whose archive API reports every owner

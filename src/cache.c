@@ -307,7 +307,6 @@ static void merge(struct cache *c, struct node *n,
 	if (n->data && !cache_data_holds(n, &attr->st))
 		cache_drop_data(c, n);
 	n->attr = *attr;
-	n->mtime_moved = false;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
 	/* a tar header's mtime has whole seconds: the same second from it,
 	 * same type and size, is the time a HEAD or our own commit gave to
@@ -456,7 +455,6 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 		if (st && n->data && !cache_data_holds(n, st))
 			cache_drop_data(c, n);
 		n->attr.validated = now;
-		n->mtime_moved = false;
 		if (n->names &&
 		    (!listing_holds(n, n->attr.st.st_mtim.tv_sec, true) ||
 		     own_window_over(n, n->attr.st.st_mtim.tv_sec, now)))
@@ -474,10 +472,10 @@ void cache_proven(struct cache *c, const char *ns, const char *path, double now)
 	pthread_mutex_lock(&c->lock);
 	n = cache_lookup(c, ns, path);
 	/* not one whose mtime ctrfs moved since (validated 0, by
-	 * cache_dir_changed(), or mtime_moved): the PUT proves it is there,
-	 * not what its mtime is now */
+	 * cache_dir_changed()): the PUT proves it is there, not what its
+	 * mtime is now */
 	if (n && S_ISDIR(n->attr.st.st_mode) && n->attr.validated > 0 &&
-	    !n->mtime_moved && now > n->attr.validated)
+	    now > n->attr.validated)
 		n->attr.validated = now;
 	pthread_mutex_unlock(&c->lock);
 }
@@ -934,7 +932,6 @@ void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 	n = cache_lookup(c, ns, dir);
 	if (n) {
 		n->attr.validated = 0; /* its mtime moved: ask again */
-		n->mtime_moved = true;
 		n->own_from = from;
 		n->own_until = until;
 		/* until is a second past the engine's now, whose lag ctrfs

@@ -30,9 +30,6 @@ struct node {
 	double listed_at; /* now_mono() when the listing was last known whole */
 	long own_from, own_until; /* wall seconds of our own last change */
 	double own_settled; /* now_mono() when no other change can share them */
-	/* ctrfs moved its mtime (cache_dir_changed()), not asked since: a
-	 * PUT below does not prove its attributes (cache_proven()) */
-	bool mtime_moved;
 	struct cache_blob *data; /* where the content is, or NULL */
 	off_t dataoff;
 	off_t datalen;

@@ -100,6 +100,17 @@ static struct ctr_priv *find_id(struct ctr_table *t, const char *id)
 }
 
 /* Applies one entry of GET /containers/json to the table. */
+/* p is called name now; a name it had before is kept as its old one
+ * (paths below it still lead here: ctr_lookup_below()). */
+static void set_name(struct ctr_priv *p, const char *name)
+{
+	if (strcmp(p->pub.name, name) == 0)
+		return;
+	if (p->pub.name[0]) /* renamed */
+		memcpy(p->old_name, p->pub.name, sizeof(p->old_name));
+	snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
+}
+
 static void apply_entry(struct ctr_table *t, struct json_object *o,
 			bool *seen_new)
 {
@@ -150,11 +161,7 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 	 * states change rarely, and a torn read only mislabels a log line;
 	 * written only when they change, as the event stream's thread lists
 	 * while others read */
-	if (strcmp(p->pub.name, name) != 0) {
-		if (p->pub.name[0]) /* renamed */
-			memcpy(p->old_name, p->pub.name, sizeof(p->old_name));
-		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
-	}
+	set_name(p, name);
 	if (strcmp(p->pub.state, json_object_get_string(state)) != 0) {
 		bool running;
 
@@ -297,10 +304,8 @@ void ctr_renamed(struct ctr_table *t, const char *id, const char *name)
 		return;
 	pthread_mutex_lock(&t->lock);
 	p = find_id(t, id);
-	if (p && strcmp(p->pub.name, name) != 0) {
-		memcpy(p->old_name, p->pub.name, sizeof(p->old_name));
-		snprintf(p->pub.name, sizeof(p->pub.name), "%s", name);
-	}
+	if (p)
+		set_name(p, name);
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -80,18 +80,8 @@ static int ask(struct engine *e, const struct ctr *c, const char *inner,
 	unsigned long long v[8];
 	char out[512];
 	int status = 0;
-	int ret = agent_run_out(e, c->id, argv, &status, out, sizeof(out));
+	int ret = agent_run_text(e, c->id, argv, &status, out, sizeof(out));
 
-	if (ret == 1) {
-		char *o = NULL;
-		size_t olen = 0;
-
-		ret = engine_exec_out(e, c->id, argv, &status, out, sizeof(out),
-				      &o, &olen);
-		if (ret == 0)
-			snprintf(out, sizeof(out), "%s", o);
-		free(o);
-	}
 	if (ret < 0)
 		return ret;
 	if (sscanf(out, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
