@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What cache.c shares with cache_links.c, and with no one else: the
+ * What cache.c shares with cache_links.c and cache_listing.c, and with no
+ * one else: the
  * entries (struct node), the cache itself, and the helpers both call,
  * each under the cache's lock. Not part of the cache's API (cache.h).
  */
@@ -58,6 +59,14 @@ struct node *cache_lookup(struct cache *c, const char *ns, const char *path);
 bool cache_data_holds(const struct node *n, const struct stat *st);
 /* Lets go of n's content. */
 void cache_drop_data(struct cache *c, struct node *n);
+
+/* Drops n's listing (its children's entries stay). */
+void cache_drop_listing(struct node *n);
+
+/* cache_listing.c: path's parent (into parent, len bytes) and last name */
+void cache_split(const char *path, char *parent, size_t len, const char **base);
+/* Takes name out of dir's listing, if it has one. */
+void cache_listing_del(struct node *dir, const char *name);
 
 /* cache_links.c: the names of one file, the link counts of directories */
 /* Takes n out of c->inos. */

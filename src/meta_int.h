@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What meta.c shares with loader.c and execlist.c, and with no one else:
+ * What meta.c shares with meta_walk.c, loader.c and execlist.c, and with
+ * no one else:
  * struct meta, which meta_new() makes and meta_free() frees, the limits
  * more than one of them uses, and the small helpers they all call. Not
  * part of the metadata API (meta.h).
@@ -121,5 +122,17 @@ static inline bool same_head(const struct stat *a, const struct stat *b)
 	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
 	       cache_same_second(&a->st_mtim, &b->st_mtim);
 }
+
+/* meta.c: whether a cached entry confirmed at validated must be asked
+ * again; a HEAD of path merged into the cache (old: what the cache had,
+ * when have_old) */
+bool meta_stale(struct meta *m, struct ctr *c, double validated);
+int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
+		    const struct cache_attr *old, bool have_old);
+
+/* meta_walk.c: a walk's fast paths (see there) */
+bool meta_relist_parent(struct meta *m, struct ctr *c, const char *path);
+bool meta_wait_claim(struct meta *m, const struct ctr *c, const char *path);
+void meta_hint_walk(struct meta *m, const struct ctr *c, const char *path);
 
 #endif
