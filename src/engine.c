@@ -204,9 +204,23 @@ void engine_free(struct engine *e)
 	free(e);
 }
 
-bool engine_is_podman(const struct engine *e)
+static const struct engine_quirks docker_quirks = {.name = "Docker"};
+
+static const struct engine_quirks podman_quirks = {
+    .name = "Podman",
+    .owners_zero = true,
+    .glob_paths = true,
+    .put_makes_dirs = true,
+    .head_dangling_404 = true,
+    .get_follows_links = true,
+    .tar_rounds_seconds = true,
+    .times_us = true,
+    .head_dear = true,
+};
+
+const struct engine_quirks *engine_quirks(const struct engine *e)
 {
-	return e->podman;
+	return e->podman ? &podman_quirks : &docker_quirks;
 }
 
 static void *pool_take(struct engine *e, struct pool *p)
@@ -349,7 +363,8 @@ void engine_clock(struct engine *e, struct timespec *ts)
 
 void engine_time_fit(const struct engine *e, struct timespec *ts)
 {
-	if (!e->podman || ts->tv_nsec < 0 || ts->tv_nsec % 1000 == 0)
+	if (!engine_quirks(e)->times_us || ts->tv_nsec < 0 ||
+	    ts->tv_nsec % 1000 == 0)
 		return;
 	ts->tv_nsec = (ts->tv_nsec / 1000 + 1) * 1000;
 	if (ts->tv_nsec >= 1000000000) {

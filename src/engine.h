@@ -63,12 +63,40 @@ void engine_clock(struct engine *e, struct timespec *ts);
 
 /* A time as the engine will keep it from a PUT's tar header: Podman sets
  * times with utimes(), to the microsecond rounded up (Go's
- * NsecToTimeval); Docker keeps nanoseconds. What ctrfs puts, and caches,
- * goes through this, so its record and the engine's agree. */
+ * NsecToTimeval: quirk times_us); Docker keeps nanoseconds. What ctrfs puts,
+ * and caches, goes through this, so its record and the engine's agree. */
 void engine_time_fit(const struct engine *e, struct timespec *ts);
 
-/* Whether the engine is Podman (known after engine_ping()). */
-bool engine_is_podman(const struct engine *e);
+/*
+ * What an engine's API does unlike Docker's, one named fact each, so that
+ * a caller asks for the fact and not for the engine's brand. Set by
+ * engine_ping() (before it, Docker's); docs/design.md "Podman" has each
+ * measured and what ctrfs does about it.
+ */
+struct engine_quirks {
+	const char *name; /* "Docker", "Podman" */
+	/* a GET's tar (and a listing's) reports every owner as 0:0; a PUT
+	 * applies the tar's, so one that puts an entry back must take the
+	 * owner from the container */
+	bool owners_zero;
+	/* ?path= is taken for a glob: a path holding * ? [ \ is refused */
+	bool glob_paths;
+	/* a PUT into a missing directory makes it (Docker: 404) */
+	bool put_makes_dirs;
+	/* a HEAD of a dangling symlink answers 404, with the link's header */
+	bool head_dangling_404;
+	/* a GET of a symlink gives its target's file, not the link */
+	bool get_follows_links;
+	/* a GET's tar times are rounded to the nearest second, not cut */
+	bool tar_rounds_seconds;
+	/* a PUT sets times to the microsecond, rounded up */
+	bool times_us;
+	/* a HEAD costs a good part of a GET (56 against 381 ms on Podman;
+	 * about 1 against 60-150 on Docker): a walk lists again sooner */
+	bool head_dear;
+};
+
+const struct engine_quirks *engine_quirks(const struct engine *e);
 
 /*
  * The engine serializes archive calls (and exec) per container: a call

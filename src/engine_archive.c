@@ -46,7 +46,7 @@ static int archive_url(struct engine *e, const char *ctr, const char *path,
 	char *esc;
 	int n;
 
-	if (engine_is_podman(e) && strpbrk(path, "*?[\\"))
+	if (engine_quirks(e)->glob_paths && strpbrk(path, "*?[\\"))
 		return -EOPNOTSUPP; /* ENGINE_PATTERN_MSG */
 	engine_preempt(e, ctr);
 	esc = engine_escape(path);
@@ -417,8 +417,8 @@ static void sleep_seconds(double sec)
  * directory removed in the container would come back with the file in it.
  * A HEAD first: ENOENT as on Docker (a removal between the two calls is
  * not seen). */
-static int podman_dir_there(struct engine *e, const char *ctr, const char *dir,
-			    const char *url, char *msg, size_t msglen)
+static int dir_there(struct engine *e, const char *ctr, const char *dir,
+		     const char *url, char *msg, size_t msglen)
 {
 	struct engine_reply r = {0};
 	char root[16384];
@@ -465,8 +465,8 @@ int engine_archive_put(struct engine *e, const char *ctr, const char *dir,
 	ret = archive_url(e, ctr, dir, url, sizeof(url));
 	if (ret == -EOPNOTSUPP)
 		snprintf(msg, msglen, "%s", ENGINE_PATTERN_MSG);
-	if (ret == 0 && engine_is_podman(e))
-		ret = podman_dir_there(e, ctr, dir, url, msg, msglen);
+	if (ret == 0 && engine_quirks(e)->put_makes_dirs)
+		ret = dir_there(e, ctr, dir, url, msg, msglen);
 	if (ret < 0)
 		return ret;
 	if (bulk >= ENGINE_RAW_PUT_MIN && !engine_tls(e)) {

@@ -384,7 +384,7 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 			strerror(errno));
 		goto out_teardown;
 	}
-	cache_set_tar_rounding(engine_is_podman(e));
+	cache_set_tar_rounding(engine_quirks(e)->tar_rounds_seconds);
 	fs.cache = cache_new(CACHE_MAX_ENTRIES);
 	if (fs.cache)
 		cache_set_data_budget(fs.cache, CACHE_DATA_BUDGET);

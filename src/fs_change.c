@@ -469,7 +469,7 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 
 	/* Podman's archive API reports every owner as 0:0: the owner goes
 	 * back as the container's `stat` says, never as 0:0 unasked */
-	if (engine_is_podman(fs->e) &&
+	if (engine_quirks(fs->e)->owners_zero &&
 	    agent_owner(fs->e, c->id, inner, &te.st.st_uid, &te.st.st_gid) <
 		0) {
 		log_err(

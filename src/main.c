@@ -358,7 +358,7 @@ int main(int argc, char *argv[])
 	}
 
 	/* said once the start is sure: a refused start says one line */
-	if (engine_is_podman(e))
+	if (engine_quirks(e)->owners_zero)
 		fprintf(stderr, "ctrfs: the engine is Podman: its archive API "
 				"reports every owner as 0:0, and ctrfs shows "
 				"what it reports\n");

@@ -308,7 +308,7 @@ static bool dangling_link(struct meta *m, const struct engine_reply *r)
 {
 	struct pathstat ps;
 
-	return engine_is_podman(m->e) && r->stat[0] &&
+	return engine_quirks(m->e)->head_dangling_404 && r->stat[0] &&
 	       pathstat_decode(r->stat, &ps) == 0 && S_ISLNK(ps.mode);
 }
 
@@ -490,7 +490,8 @@ int meta_getattr(struct meta *m, struct ctr *c, const char *path,
 		 * header comes from its directory's tar, as for a loop */
 		ret = S_ISDIR(a.st.st_mode)
 			  ? loader_tree(m, c, path, PROBE_TREE, false, NULL)
-		      : S_ISLNK(a.st.st_mode) && engine_is_podman(m->e)
+		      : S_ISLNK(a.st.st_mode) &&
+			      engine_quirks(m->e)->get_follows_links
 			  ? loop_link(m, c, path)
 			  : probe(m, c, path);
 		if (ret == -ELOOP && !S_ISDIR(a.st.st_mode))
@@ -561,7 +562,7 @@ int meta_xattrs(struct meta *m, struct ctr *c, const char *path,
 
 	if (ret != -ENOENT)
 		return ret;
-	if (S_ISLNK(st->st_mode) && engine_is_podman(m->e)) {
+	if (S_ISLNK(st->st_mode) && engine_quirks(m->e)->get_follows_links) {
 		/* Podman's GET of a link gives its target's file, whose
 		 * header must not stand for the link: none known */
 		*pack = NULL;

@@ -19,11 +19,13 @@
 
 /* Entries past half their TTL in a small subtree that make it worth one
  * GET rather than a HEAD each once a walk stats them (relist_worth()):
- * that many below the directory, and some of them its own children. */
-#define RELIST_DOCKER	    128
-#define RELIST_DOCKER_CHILD 8
-#define RELIST_PODMAN	    8
-#define RELIST_PODMAN_CHILD 1
+ * that many below the directory, and some of them its own children;
+ * fewer (_DEAR) where a HEAD costs a good part of a GET (the engine's
+ * quirk head_dear: Podman). */
+#define RELIST		  128
+#define RELIST_CHILD	  8
+#define RELIST_DEAR	  8
+#define RELIST_DEAR_CHILD 1
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
 /* A walk through a directory too big to list again with a GET has the
@@ -31,9 +33,9 @@
  * HEAD each (execlist_confirm()) when the cache knows at most CONFIRM_MAX
  * of them and at least this many are past half their TTL: an exec costs
  * 45-330 ms on Docker, a HEAD about 1 ms (56 ms on Podman). */
-#define CONFIRM_MAX    20000
-#define CONFIRM_DOCKER 256
-#define CONFIRM_PODMAN 8
+#define CONFIRM_MAX  20000
+#define CONFIRM	     256
+#define CONFIRM_DEAR 8 /* head_dear */
 
 static void dirref_set(struct dirref *r, const struct ctr *c, const char *dir)
 {
@@ -241,9 +243,9 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
 			double now)
 {
-	bool podman = engine_is_podman(m->e);
-	size_t need = podman ? RELIST_PODMAN : RELIST_DOCKER;
-	size_t need_child = podman ? RELIST_PODMAN_CHILD : RELIST_DOCKER_CHILD;
+	bool dear = engine_quirks(m->e)->head_dear;
+	size_t need = dear ? RELIST_DEAR : RELIST;
+	size_t need_child = dear ? RELIST_DEAR_CHILD : RELIST_CHILD;
 	struct cache_subtree t;
 
 	if (cache_subtree(m->c, c->id, dir, PROBE_ENTRIES - 1, PROBE_TREE,
@@ -271,11 +273,11 @@ static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
 static bool confirm_worth(struct meta *m, struct ctr *c, const char *dir,
 			  bool deep, double now)
 {
-	bool podman = engine_is_podman(m->e);
-	size_t need = podman ? CONFIRM_PODMAN : CONFIRM_DOCKER;
-	size_t need_child = !deep    ? need
-			    : podman ? RELIST_PODMAN_CHILD
-				     : RELIST_DOCKER_CHILD;
+	bool dear = engine_quirks(m->e)->head_dear;
+	size_t need = dear ? CONFIRM_DEAR : CONFIRM;
+	size_t need_child = !deep  ? need
+			    : dear ? RELIST_DEAR_CHILD
+				   : RELIST_CHILD;
 	struct cache_subtree t;
 
 	if (strcmp(dir, "/") == 0 || !execlist_ok(m, c) ||

@@ -153,7 +153,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	f = writer_reopen(w, c->id, path);
 	if (f)
 		goto shared;
-	if (existing && engine_is_podman(w->e)) {
+	if (existing && engine_quirks(w->e)->owners_zero) {
 		/* the PUT puts the owner back: the container's, not the 0:0
 		 * Podman's archive API reports */
 		owned = *existing;
