@@ -293,6 +293,40 @@ bool cache_data_holds(const struct node *n, const struct stat *st)
 		 st->st_mtim.tv_sec + 1 < n->data_snapshot));
 }
 
+/* merge()'s times: what the old entry knew finer or the new source does
+ * not say is kept (n->attr is already the new answer). */
+static void merge_times(struct node *n, const struct cache_attr *old,
+			const struct cache_attr *attr, bool same_type,
+			bool same_mtime)
+{
+	/* a tar header's mtime has whole seconds: the same second from it,
+	 * same type and size, is the time a HEAD or our own commit gave to
+	 * the nanosecond; a time never changes unless the file did (vim
+	 * warns of a file changed since it was read otherwise) */
+	if (same_type && same_mtime && attr->st.st_mtim.tv_nsec == 0 &&
+	    old->st.st_mtim.tv_nsec != 0 && old->st.st_size == attr->st.st_size)
+		n->attr.st.st_mtim = old->st.st_mtim; /* Podman: a second on */
+	n->attr.flags &= ~CACHE_TIMES;
+	if (same_type) {
+		bool same =
+		    old->st.st_size == attr->st.st_size &&
+		    old->st.st_mtim.tv_sec == n->attr.st.st_mtim.tv_sec &&
+		    old->st.st_mtim.tv_nsec == n->attr.st.st_mtim.tv_nsec;
+		bool ours = attr->flags & CACHE_TIMES;
+		struct stat *st = &n->attr.st;
+
+		/* no source says an atime or a ctime: the file's own stay
+		 * while it is the same file, and a change moves them only
+		 * forward; ctrfs's own change never moves a ctime back */
+		if (!ours &&
+		    (same || !timespec_before(&old->st.st_atim, &st->st_atim)))
+			st->st_atim = old->st.st_atim;
+		if ((!ours && same) ||
+		    timespec_before(&st->st_ctim, &old->st.st_ctim))
+			st->st_ctim = old->st.st_ctim;
+	}
+}
+
 /* Applies the merge rules of cache_put() to an existing node. */
 static void merge(struct cache *c, struct node *n,
 		  const struct cache_attr *attr, const char *link)
@@ -308,32 +342,7 @@ static void merge(struct cache *c, struct node *n,
 		cache_drop_data(c, n);
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
-	/* a tar header's mtime has whole seconds: the same second from it,
-	 * same type and size, is the time a HEAD or our own commit gave to
-	 * the nanosecond; a time never changes unless the file did (vim
-	 * warns of a file changed since it was read otherwise) */
-	if (same_type && same_mtime && attr->st.st_mtim.tv_nsec == 0 &&
-	    old.st.st_mtim.tv_nsec != 0 && old.st.st_size == attr->st.st_size)
-		n->attr.st.st_mtim = old.st.st_mtim; /* Podman: a second on */
-	n->attr.flags &= ~CACHE_TIMES;
-	if (same_type) {
-		bool same =
-		    old.st.st_size == attr->st.st_size &&
-		    old.st.st_mtim.tv_sec == n->attr.st.st_mtim.tv_sec &&
-		    old.st.st_mtim.tv_nsec == n->attr.st.st_mtim.tv_nsec;
-		bool ours = attr->flags & CACHE_TIMES;
-		struct stat *st = &n->attr.st;
-
-		/* no source says an atime or a ctime: the file's own stay
-		 * while it is the same file, and a change moves them only
-		 * forward; ctrfs's own change never moves a ctime back */
-		if (!ours &&
-		    (same || !timespec_before(&old.st.st_atim, &st->st_atim)))
-			st->st_atim = old.st.st_atim;
-		if ((!ours && same) ||
-		    timespec_before(&st->st_ctim, &old.st.st_ctim))
-			st->st_ctim = old.st.st_ctim;
-	}
+	merge_times(n, &old, attr, same_type, same_mtime);
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;
