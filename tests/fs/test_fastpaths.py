@@ -353,10 +353,15 @@ def test_walk_after_ttl_is_revalidated_ahead(mount, container):
     # a listing stays valid only for a directory whose mtime, in whole
     # seconds, is more than one second older than the listing's
     time.sleep(2.1)
-    m = mount("-d")
+    # a TTL longer than the default 1 s: on a loaded machine a walk of 64
+    # entries (the thread's window) took longer than 1 s, and entries the
+    # thread had confirmed went stale again before the walk reached them
+    # (a second HEAD each, the bound below missed)
+    ttl = 4.0
+    m = mount("-d", "-o", f"attr_timeout={ttl}")
     names = os.listdir(m.p(c, "/walk"))  # listing order, as cp -r and grep -r walk
     c.sh("echo 1234567890123456789 > /walk/f150")
-    time.sleep(1.5)
+    time.sleep(ttl + 0.5)
     before = engine_log(m).count("engine: HEAD")
     for n in names:
         want = {"f150": 20, "zz-big": 9437184}.get(n, 10)
