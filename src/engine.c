@@ -7,6 +7,7 @@
  */
 #include "engine.h"
 #include "engine_int.h"
+#include "callcost.h"
 #include "clocklag.h"
 #include "errmap.h"
 #include "hostcfg.h"
@@ -29,6 +30,14 @@
 #define POOL_MAX	16
 #define REPLY_MAX	(64 * 1024 * 1024)
 #define CONNECT_TIMEOUT 10L
+
+/* What a HEAD and a GET's first byte cost until measured (callcost.h):
+ * Docker 20.10's, where a GET starts a helper process (docs/design.md,
+ * "What differs between engine versions"), and Podman 4.3's */
+#define DOCKER_HEAD_S 0.0015
+#define DOCKER_GET_S  0.050
+#define PODMAN_HEAD_S 0.056
+#define PODMAN_GET_S  0.381
 
 /* TCP keep-alive on remote engines: a path that dies without a reset (a
  * host gone, a NAT entry dropped) is found after about a minute instead of
@@ -74,6 +83,9 @@ struct engine {
 	pthread_mutex_t clock_lock;
 	struct clocklag lag;
 	long lag_logged; /* the last lag said in the log */
+	/* what its calls cost here (callcost.h) */
+	pthread_mutex_t cost_lock;
+	struct callcost cost;
 };
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a,
@@ -154,6 +166,8 @@ int engine_new(const struct hostcfg *hc, unsigned timeout, struct engine **out)
 	pthread_mutex_init(&e->pool_lock, NULL);
 	pthread_mutex_init(&e->streams_lock, NULL);
 	pthread_mutex_init(&e->clock_lock, NULL);
+	pthread_mutex_init(&e->cost_lock, NULL);
+	callcost_init(&e->cost, DOCKER_HEAD_S, DOCKER_GET_S);
 	e->easy_pool.max = POOL_MAX;
 	e->multi_pool.max = POOL_MAX;
 	e->buf_pool.max = POOL_MAX;
@@ -195,6 +209,7 @@ void engine_free(struct engine *e)
 	pthread_mutex_destroy(&e->pool_lock);
 	pthread_mutex_destroy(&e->streams_lock);
 	pthread_mutex_destroy(&e->clock_lock);
+	pthread_mutex_destroy(&e->cost_lock);
 	free(e->url);
 	free(e->base);
 	free(e->unix_path);
@@ -221,6 +236,26 @@ static const struct engine_quirks podman_quirks = {
 const struct engine_quirks *engine_quirks(const struct engine *e)
 {
 	return e->podman ? &podman_quirks : &docker_quirks;
+}
+
+void engine_cost_note(struct engine *e, enum call_kind k, double secs)
+{
+	pthread_mutex_lock(&e->cost_lock);
+	callcost_note(&e->cost, k, secs);
+	pthread_mutex_unlock(&e->cost_lock);
+}
+
+bool engine_get_pays(struct engine *e, size_t stale, off_t bytes, double *head,
+		     double *get)
+{
+	bool pays;
+
+	pthread_mutex_lock(&e->cost_lock);
+	pays = callcost_get_pays(&e->cost, stale, bytes);
+	*head = callcost_get(&e->cost, CALL_HEAD);
+	*get = callcost_get(&e->cost, CALL_GET);
+	pthread_mutex_unlock(&e->cost_lock);
+	return pays;
 }
 
 static void *pool_take(struct engine *e, struct pool *p)
@@ -747,6 +782,11 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 	else
 		use = ENGINE_API_MAX;
 	snprintf(e->prefix, sizeof(e->prefix), "/v%s", use);
+	if (e->podman) {
+		pthread_mutex_lock(&e->cost_lock);
+		callcost_init(&e->cost, PODMAN_HEAD_S, PODMAN_GET_S);
+		pthread_mutex_unlock(&e->cost_lock);
+	}
 	snprintf(msg, msglen, "%s at %s speaks API %s, using %s",
 		 e->podman ? "Podman" : "engine", e->url, api, use);
 	return 0;

@@ -98,6 +98,13 @@ struct engine_quirks {
 
 const struct engine_quirks *engine_quirks(const struct engine *e);
 
+/* Whether one GET of a subtree of bytes bytes costs less than stale HEADs
+ * here, from what the two have cost so far (callcost.h: a HEAD, a GET's
+ * first byte; start values per engine until measured); *head and *get
+ * say the estimates, in seconds. */
+bool engine_get_pays(struct engine *e, size_t stale, off_t bytes, double *head,
+		     double *get);
+
 /*
  * The engine serializes archive calls (and exec) per container: a call
  * waits until an open GET on the same container has been read to its end.

@@ -63,10 +63,14 @@ int engine_archive_head(struct engine *e, const char *ctr, const char *path,
 {
 	char url[16384];
 	int ret = archive_url(e, ctr, path, url, sizeof(url));
+	double t0 = now_mono();
 
 	if (ret < 0)
 		return ret;
-	return engine_request_url(e, "HEAD", url, ctr, r);
+	ret = engine_request_url(e, "HEAD", url, ctr, r);
+	if (ret == 0 && (r->status == 200 || r->status == 404))
+		engine_cost_note(e, CALL_HEAD, now_mono() - t0);
+	return ret;
 }
 
 static size_t stream_header(char *p, size_t size, size_t nmemb, void *data)
@@ -163,6 +167,7 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 {
 	struct engine_stream *s = calloc(1, sizeof(*s));
 	char url[16384];
+	double t_sent;
 	int ret;
 
 	msg[0] = '\0';
@@ -193,6 +198,7 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 	engine_waiter_init(&s->wait, e, s->get.ctr, &s->get);
 	engine_waiter_setopt(s->easy, &s->wait);
 	curl_multi_add_handle(s->multi, s->easy);
+	t_sent = now_mono();
 	ret = pump(s, true);
 	if (ret < 0)
 		goto out_free;
@@ -207,6 +213,8 @@ int engine_archive_get(struct engine *e, const char *ctr, const char *path,
 		goto out_free;
 	}
 	engine_note_reach(e, CURLE_OK);
+	if (s->status == 200) /* the first byte: what a GET costs besides */
+		engine_cost_note(e, CALL_GET, now_mono() - t_sent);
 	if (s->status != 200) {
 		struct engine_reply r = {.status = s->status};
 

@@ -15,6 +15,7 @@
 #ifndef CTRFS_ENGINE_INT_H
 #define CTRFS_ENGINE_INT_H
 
+#include "callcost.h"
 #include "engine.h"
 
 #include <curl/curl.h>
@@ -22,6 +23,9 @@
 /* curl's buffer for each transfer, and a GET stream's (two of curl's). */
 #define ENGINE_CURL_BUFSIZE   (256 * 1024)
 #define ENGINE_STREAM_BUFSIZE (2 * ENGINE_CURL_BUFSIZE)
+
+/* engine.c. One measure of what a call of kind k cost (callcost.h). */
+void engine_cost_note(struct engine *e, enum call_kind k, double secs);
 
 /* engine.c. An easy handle set up for the engine's socket or address and
  * TLS; engine_easy_put() pools it once its transfer has ended well, else

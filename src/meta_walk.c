@@ -17,14 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Entries past half their TTL in a small subtree that make it worth one
- * GET rather than a HEAD each once a walk stats them (relist_worth()):
- * that many below the directory, and some of them its own children;
- * fewer (_DEAR) where a HEAD costs a good part of a GET (the engine's
- * quirk head_dear: Podman). */
-#define RELIST		  128
+/* A walk's directory is listed again with one GET rather than a HEAD
+ * per stale entry when that GET costs less than those HEADs, as measured
+ * here (engine_get_pays()), and some of the stale entries are its own
+ * children (fewer where a HEAD costs a good part of a GET: the engine's
+ * quirk head_dear, Podman). */
 #define RELIST_CHILD	  8
-#define RELIST_DEAR	  8
 #define RELIST_DEAR_CHILD 1
 /* Siblings revalidated ahead of a walk, after the one asked for. */
 #define AHEAD 64
@@ -231,9 +229,11 @@ static void relist_no(struct meta *m, struct ctr *c, const char *dir,
 
 /*
  * Whether dir's listing is better asked again whole (one GET of dir, probe
- * capped) than its entries one HEAD each: when many entries below it are
- * past half their TTL and the subtree is small. A HEAD costs about 1 ms on
- * Docker against a GET's 60-150 ms (56 against 381 on Podman). Entries
+ * capped) than its entries one HEAD each: when the subtree is small and a
+ * GET of it costs less than a HEAD of each entry below it past half its
+ * TTL. What the two cost is measured as ctrfs runs (callcost.h): a GET's
+ * first byte took 50-150 ms on Docker 20.10 (its helper process) and about
+ * what a HEAD takes on 26 (1-2 ms), 381 against 56 ms on Podman. Entries
  * below count too: a walk that stats a directory's children goes on into
  * its subdirectories (rsync, cp -r, find); a few of them must be its own,
  * so that `ls -la` of a directory of one subdirectory stays one HEAD.
@@ -244,18 +244,21 @@ static int relist_worth(struct meta *m, struct ctr *c, const char *dir,
 			double now)
 {
 	bool dear = engine_quirks(m->e)->head_dear;
-	size_t need = dear ? RELIST_DEAR : RELIST;
 	size_t need_child = dear ? RELIST_DEAR_CHILD : RELIST_CHILD;
 	struct cache_subtree t;
+	double head, get;
 
 	if (cache_subtree(m->c, c->id, dir, PROBE_ENTRIES - 1, PROBE_TREE,
 			  now - m->ttl / 2, &t) < 0)
 		return -1; /* too big, or not all known */
-	if (t.stale < need || t.stale_children < need_child)
+	if (t.stale_children < need_child ||
+	    !engine_get_pays(m->e, t.stale, t.bytes, &head, &get))
 		return 0;
 	log_dbg("'%s' in '%s': %zu entries to ask again, listed again "
-		"instead (%zu in all, about %lld KiB)",
-		dir, c->name, t.stale, t.entries, (long long)t.bytes / 1024);
+		"instead (%zu in all, about %lld KiB; a HEAD costs %.1f ms "
+		"here, a GET %.1f ms to its first byte)",
+		dir, c->name, t.stale, t.entries, (long long)t.bytes / 1024,
+		head * 1e3, get * 1e3);
 	return 1;
 }
 
