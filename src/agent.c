@@ -35,6 +35,7 @@ struct agent {
 	int stream;  /* 1 stdout, 2 stderr */
 	char tail[TAIL];
 	size_t taillen;
+	bool touch_whole; /* under agents_lock: agent_touch_whole() */
 	struct agent *next;
 };
 
@@ -372,6 +373,31 @@ static void reap(double idle)
 		pthread_mutex_unlock(&a->lock);
 		pp = &a->next;
 	}
+	pthread_mutex_unlock(&agents_lock);
+}
+
+bool agent_touch_whole(const char *ctr)
+{
+	bool whole = false;
+
+	pthread_mutex_lock(&agents_lock);
+	for (struct agent *a = agents; a; a = a->next)
+		if (strcmp(a->ctr, ctr) == 0) {
+			whole = a->touch_whole;
+			break;
+		}
+	pthread_mutex_unlock(&agents_lock);
+	return whole;
+}
+
+void agent_set_touch_whole(const char *ctr)
+{
+	pthread_mutex_lock(&agents_lock);
+	for (struct agent *a = agents; a; a = a->next)
+		if (strcmp(a->ctr, ctr) == 0) {
+			a->touch_whole = true;
+			break;
+		}
 	pthread_mutex_unlock(&agents_lock);
 }
 

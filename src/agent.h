@@ -7,6 +7,7 @@
 #ifndef CTRFS_AGENT_H
 #define CTRFS_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -40,6 +41,13 @@ int agent_run_text(struct engine *e, const char *ctr, const char *const *argv,
  */
 int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
 		gid_t *gid);
+
+/* Whether container ctr's `touch` was seen to refuse a time with a
+ * fraction of a second (busybox's takes whole seconds), and the note that
+ * it did: a call that needs one then goes another way at once, without a
+ * line that fails first. Forgotten with the container's agent. */
+bool agent_touch_whole(const char *ctr);
+void agent_set_touch_whole(const char *ctr);
 
 /* Closes the shells idle for idle seconds or more. */
 void agent_reap(double idle);

@@ -115,6 +115,22 @@ def test_nanoseconds_of_a_committed_file(mount, files):
         assert f.read() == b"hi\n"
 
 
+def test_a_touch_that_refused_a_fraction_is_not_asked_again(mount, files):
+    """busybox's touch takes whole seconds: once it refused a fraction, the
+    next time with one goes straight to the PUT that carries it, with no
+    line to the container's shell that fails first (rsync -a sets such a
+    time on every file it writes)."""
+    m = mount("-d")
+    for name, k in (("f", 1), ("g", 2)):
+        at, mt = (M + 10 + k) * NS + 123456789, (M + k) * NS + 987654321
+        os.utime(m.p(files, f"/t/{name}"), ns=(at, mt))
+        assert both(files, m, f"/t/{name}") == fit((at, mt))
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    refused = log.count("takes no fraction")
+    assert refused == 1, f"touch refused a fraction {refused} times, want once"
+
+
 def test_what_cannot_be_carried_is_refused(mount, files):
     """An atime before the mtime, to the nanosecond, on busybox (whose touch
     takes whole seconds, and a PUT sets the later of the two), and nanoseconds
