@@ -225,6 +225,7 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 	if (ret < 0)
 		return ret;
 	caller_stat(&st, mode);
+	parent_sgid(fs, c, inner, &st);
 	st.st_rdev = rdev;
 	/* a directory's entry without an atime gets atime 0 from Docker
 	 * 20.10 (26 leaves it): give it the mtime */

@@ -11,11 +11,13 @@
 #include "engine.h"
 #include "log.h"
 #include "meta.h"
+#include "pathmap.h"
 #include "reader.h"
 #include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,24 @@ void caller_stat(struct stat *st, mode_t mode)
 	engine_clock(fs_get()->e, &st->st_mtim);
 }
 
+/* A new entry in a setgid directory takes the directory's group, and a
+ * new directory there the setgid bit too, as Linux's inode_init_owner()
+ * does (the kernel has already cleared a new file's S_ISGID where its
+ * caller may not keep it). */
+void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
+		 struct stat *st)
+{
+	char parent[PATH_MAX];
+	struct stat pst;
+
+	if (pathmap_parent(inner, parent, sizeof(parent)) < 0 ||
+	    stat_path(fs, c, parent, &pst) < 0 || !(pst.st_mode & S_ISGID))
+		return;
+	st->st_gid = pst.st_gid;
+	if (S_ISDIR(st->st_mode))
+		st->st_mode |= S_ISGID;
+}
+
 /* Opens for writing; mode is used when creating. */
 static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		      int flags, bool create, mode_t mode, struct handle *h)
@@ -63,6 +83,7 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 
 	if (create) {
 		caller_stat(&cst, S_IFREG | (mode & 07777));
+		parent_sgid(fs, c, inner, &cst);
 		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
 				   &cst, &h->w);
 	}
