@@ -871,9 +871,10 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		return wfile_truncate(w, size);
 	if (S_ISDIR(st->st_mode))
 		return -EISDIR;
-	if (size == 0) {
+	if (size == 0 && st->st_nlink <= 1) {
 		/* an empty file of the same name, mode and owner: a PUT,
-		 * a new file, which leaves the name's hard links */
+		 * a new file (which would leave the name's hard links
+		 * their content: those go by the tool) */
 		engine_clock(fs->e, &st->st_mtim);
 		st->st_size = 0;
 		st->st_ino = 0;
