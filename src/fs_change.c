@@ -365,6 +365,18 @@ int ctrfs_rmdir(const char *path)
 	return remove_path(path, "rmdir");
 }
 
+/* Two names of one file, as far as the cache knows (a listing showed
+ * them with one number). */
+static bool same_file(struct fs *fs, struct ctr *c, const char *a,
+		      const char *b)
+{
+	struct stat sa, sb;
+
+	return stat_path(fs, c, a, &sa) == 0 && stat_path(fs, c, b, &sb) == 0 &&
+	       !S_ISDIR(sa.st_mode) && sa.st_nlink > 1 &&
+	       sa.st_ino == sb.st_ino;
+}
+
 /*
  * rename(2) by `mv` in the container, or by the writer for a file being
  * written at either name. Longer than a screen: one sequence of the two
@@ -382,6 +394,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	struct ctr *c;
 	struct wfile *w, *t;
 	struct stat st;
+	bool same = false;
 	int ret;
 
 	if (flags & ~RENAME_NOREPLACE)
@@ -401,6 +414,9 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	names_of(fs, c, ito, &nm); /* the file replaced loses a link */
 	w = writer_find(fs->writer, c->id, ifrom);
 	t = writer_find(fs->writer, c->id, ito);
+	/* rename(2) of two names of one file does nothing and succeeds
+	 * (the kernel, told 0, asks for the old name again) */
+	same = !w && !t && same_file(fs, c, ifrom, ito);
 	{
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
 		struct tool_call mv = {fs, c, argv, ifrom};
@@ -411,7 +427,9 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		/* one never committed is committed as ito, no mv; one open
 		 * at ito is replaced, never committed again; a directory it
 		 * replaces must be empty of files still to come too */
-		if (w || t)
+		if (same)
+			ret = 0;
+		else if (w || t)
 			ret = writer_rename(fs->writer, w, t, ito, there,
 					    call_tool, &mv);
 		else if (writer_holds_below(fs->writer, c->id, ito))
@@ -419,12 +437,10 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		else
 			ret = call_tool(&mv);
 		if (ret == -EALREADY && !w && !t) {
-			/* two names of one file: rename(2) would leave both,
-			 * but the kernel, told 0, takes the old one for gone */
-			const char *rmv[] = {"rm", "-f", "--", ifrom, NULL};
-			struct tool_call rm = {fs, c, rmv, ifrom};
-
-			ret = call_tool(&rm);
+			/* GNU mv: "are the same file", where the cache did
+			 * not know: nothing to do */
+			same = true;
+			ret = 0;
 		} else if (ret == -EALREADY) {
 			log_err("cannot mv '%s' in container '%s': '%s' is "
 				"another name of the same file",
@@ -432,13 +448,14 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 			ret = -EIO;
 		}
 	}
-	if (ret < 0) { /* the tool may have run: the next lookups ask */
+	if (ret < 0 || same) { /* the tool may have run: the next lookups
+				* ask */
 		meta_forget(fs->meta, c, ifrom);
 		meta_forget(fs->meta, c, ito);
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */
-	if (ret == 0 && !w)
+	if (ret == 0 && !w && !same)
 		writer_repath(fs->writer, c->id, ifrom, ito);
 	if (t)
 		wfile_put(t);
@@ -448,7 +465,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		/* the wfile is the truth of ito now */
 		meta_committed(fs->meta, c, ifrom, NULL, t0);
 		meta_appeared(fs->meta, c, ito, t0);
-	} else if (ret == 0) {
+	} else if (ret == 0 && !same) {
 		meta_moved(fs->meta, c, ifrom, ito, t0);
 	}
 	if (ret == 0)
