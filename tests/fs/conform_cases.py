@@ -224,6 +224,12 @@ CASES = {
         C("ftruncate-rdonly", F, "ftruncate", "f", ["O_RDONLY"], 0),
         C("ftruncate-shrink", F, "ftruncate", "f", ["O_RDWR"], 3),
         C("ftruncate-grow", F, "ftruncate", "f", ["O_WRONLY"], 70000),
+        C("ftruncate-huge", F, "ftruncate", "f", ["O_WRONLY"], 999999999999999),
+        # a new file is spooled in memory: past the cap it goes to the disk
+        # spool, whose filesystem says EFBIG (in memory it took any size,
+        # and close() then sent it)
+        C("ftruncate-huge-new", "", "ftruncate", "new", ["O_WRONLY", "O_CREAT"], 999999999999999),
+        C("ftruncate-grow-new", "", "ftruncate", "new", ["O_WRONLY", "O_CREAT"], 5000),
         N("ftruncate-mine", MINE, "ftruncate", "mine", ["O_RDWR"], 1),
     ],
     "utimensat": [
