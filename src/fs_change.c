@@ -670,7 +670,9 @@ static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
 		wfile_chown(w, o->uid, o->gid);
 		return 0;
 	}
-	if (S_ISDIR(st->st_mode)) {
+	/* (on Podman put_dir_attrs() puts back the owner the container's
+	 * stat says: its chown instead) */
+	if (S_ISDIR(st->st_mode) && !engine_is_podman(fs->e)) {
 		if (o->uid != (uid_t)-1)
 			st->st_uid = o->uid;
 		if (o->gid != (gid_t)-1)
