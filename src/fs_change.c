@@ -276,6 +276,10 @@ int ctrfs_link(const char *from, const char *to)
 	 * (a symlink itself, a fifo, a device node) */
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EPERM;
+	/* Podman's PUT of a hard link to a symlink fails (with ENOENT's
+	 * words): refused, as documented */
+	if (ret == 0 && S_ISLNK(st.st_mode) && engine_is_podman(fs->e))
+		ret = -EOPNOTSUPP;
 	if (ret < 0)
 		goto out_put;
 	/* the engine resolves a hard link's target inside the PUT's dir. It
