@@ -7,6 +7,7 @@
 #include <fuse.h>
 
 #include "fs_int.h"
+#include "agent.h"
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
@@ -70,6 +71,13 @@ void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
 	    stat_path(fs, c, parent, &pst) < 0 || !(pst.st_mode & S_ISGID))
 		return;
 	st->st_gid = pst.st_gid;
+	/* Podman's archive API reports every owner as 0:0: the group as
+	 * the container's stat says (where none runs, the caller's) */
+	if (engine_is_podman(fs->e) &&
+	    agent_owner(fs->e, c->id, parent, &pst.st_uid, &pst.st_gid) < 0)
+		st->st_gid = fuse_get_context()->gid;
+	else if (engine_is_podman(fs->e))
+		st->st_gid = pst.st_gid;
 	if (S_ISDIR(st->st_mode))
 		st->st_mode |= S_ISGID;
 }

@@ -195,6 +195,8 @@ def diff(got, want, keys, what):
                 continue
             if PODMAN and k in ("uid", "gid") and what.startswith("mount") and gv == 0:
                 continue  # Podman's archive API: owners 0:0 (README, Limits)
+            if PODMAN and k == "nlink" and what.startswith("mount") and w["type"] == "fifo":
+                continue  # its tar: each name of a FIFO a FIFO of its own (README)
             show = oct if k == "perm" else repr
             bad.append(f"{what}: {rel!r} {k} {show(gv)}, want {show(wv)}")
     return bad
