@@ -267,12 +267,28 @@ int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
+/* The caller's group or one of its supplementary groups. */
+static bool in_group(gid_t gid)
+{
+	gid_t list[64];
+	int n;
+
+	if (fuse_get_context()->gid == gid)
+		return true;
+	n = fuse_getgroups(64, list);
+	for (int i = 0; i < n && i < 64; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
 /*
  * A write by a caller without CAP_FSETID (taken as: not root) clears
- * setuid, and setgid with group execute, as Linux's should_remove_suid()
- * does. The kernel does it itself (a SETATTR) for a write through its page
- * cache, not for the direct I/O of a write-only open (do_open()), which
- * left a root-owned 04777 file setuid with another user's content.
+ * setuid, and setgid with group execute or where the caller is not in the
+ * file's group, as Linux's setattr_should_drop_suidgid() does. The kernel does
+ * it itself (a SETATTR) for a write through its page cache, not for the direct
+ * I/O of a write-only open (do_open()), which left a root-owned 04777 file
+ * setuid with another user's content.
  */
 static void kill_priv(struct wfile *w)
 {
@@ -282,7 +298,10 @@ static void kill_priv(struct wfile *w)
 	if (fuse_get_context()->uid == 0)
 		return;
 	wfile_stat(w, &st);
-	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+	/* (without group execute: older kernels kept it; 6.18's ext4 here
+	 * clears it) */
+	if ((st.st_mode & S_ISGID) &&
+	    ((st.st_mode & S_IXGRP) || !in_group(st.st_gid)))
 		kill |= S_ISGID;
 	if (st.st_mode & kill)
 		wfile_chmod(w, st.st_mode & ~kill & 07777);

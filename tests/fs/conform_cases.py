@@ -59,6 +59,7 @@ def N(*a, **kw):
     return Case(*a, who="nobody", **kw)
 
 
+BADUTF8 = "\udcff\udcfe-x"  # bytes ff fe: not UTF-8 (surrogateescape)
 W = ["O_WRONLY"]
 CR = ["O_CREAT", "O_WRONLY"]
 CREX = ["O_CREAT", "O_EXCL", "O_WRONLY"]
@@ -81,6 +82,10 @@ CASES = {
         C("open-creat-dangling", DANGLING, "open", "dl", CR, 0o600),
         C("open-nofollow-link", "printf x > t && ln -s t l", "open", "l", ["O_RDONLY", "O_NOFOLLOW"]),
         C("open-loop", LOOP, "open", "a", ["O_RDONLY"]),
+        C("open-creat-invalid-utf8", "", "open", BADUTF8, CR),
+        C("open-creat-dotdot-chain", "mkdir d e", "open", "d/../e/./../d/new", CR),
+        C("open-path-max", "", "open", "a/" * 2100, ["O_RDONLY"]),
+        C("open-loop-in-the-middle", LOOP, "open", "a/x", ["O_RDONLY"]),
         C("open-creat-in-setgid-dir", "mkdir -m 2775 g && chown 0:1234 g", "open", "g/f", CR, 0o2755),
         N("open-creat-in-root-dir", "", "open", "new", CR),
         N("open-creat-in-777-dir", OPEN777, "open", "o/new", CR, 0o640),
@@ -88,6 +93,11 @@ CASES = {
         N("open-rdonly-0600", "printf x > f && chmod 600 f", "open", "f", ["O_RDONLY"]),
         N("write-0666", "printf x > f && chmod 666 f", "write", "f", ["O_WRONLY", "O_APPEND"], 5),
         N("write-setuid-0777", "printf x > f && chmod 4777 f", "write", "f", W, 3),
+        N("write-setgid-0777", "printf x > f && chmod 2777 f", "write", "f", W, 3),
+        N("write-setgid-noexec", "printf x > f && chmod 2767 f", "write", "f", W, 3),
+        N("write-setgid-noexec-my-group", "printf x > f && chown 0:65534 f && chmod 2767 f", "write",
+          "f", W, 3),
+        N("open-trunc-setuid-0777", "printf x > f && chmod 4777 f", "open", "f", ["O_WRONLY", "O_TRUNC"]),
         N("open-excl-existing", "mkdir -m 777 o && printf x > o/f", "open", "o/f", CREX),
     ],
     "creat": [
@@ -110,6 +120,7 @@ CASES = {
         C("mkdir-name-max", "", "mkdir", MAXNAME),
         C("mkdir-in-setgid-dir", "mkdir -m 2775 g && chown 0:1234 g", "mkdir", "g/sub", 0o755),
         C("mkdir-through-loop", LOOP, "mkdir", "a/x"),
+        C("mkdir-invalid-utf8", "", "mkdir", BADUTF8),
         N("mkdir-in-root-dir", "", "mkdir", "n"),
         N("mkdir-in-777-dir", OPEN777, "mkdir", "o/n", 0o750),
     ],
@@ -132,6 +143,8 @@ CASES = {
         C("unlink-fifo", "mkfifo p", "unlink", "p"),
         C("unlink-through-file", F, "unlink", "f/x"),
         C("unlink-hardlink", "printf x > f && ln f g", "unlink", "g"),
+        C("unlink-through-loop", LOOP, "unlink", "a/x"),
+        C("unlink-dotdot-chain", "mkdir d && printf x > f", "unlink", "d/../d/../f"),
         N("unlink-sticky-other", STICKY, "unlink", "s/root"),
         N("unlink-sticky-mine", STICKY, "unlink", "s/mine"),
         N("unlink-in-root-dir", MINE, "unlink", "mine"),
@@ -151,6 +164,10 @@ CASES = {
         C("rename-fifo", "mkfifo p", "rename", "p", "q"),
         C("rename-hardlinks-of-one-file", "printf x > f && ln f g", "rename", "f", "g"),
         C("rename-to-name-too-long", F, "rename", "f", LONG),
+        C("rename-to-invalid-utf8", F, "rename", "f", BADUTF8),
+        C("rename-through-loop", "ln -s a b && ln -s b a && printf x > f", "rename", "f", "a/f"),
+        N("rename-dir-to-other-parent-without-write", "mkdir -m 777 o p && mkdir o/d && "
+          "chown 65534:65534 o/d && chmod 555 o/d", "rename", "o/d", "p/d"),
         N("rename-sticky-other", STICKY, "rename", "s/root", "s/x"),
         N("rename-in-root-dir", MINE, "rename", "mine", "x"),
         N("rename-sticky-mine", STICKY, "rename", "s/mine", "s/x"),
@@ -161,6 +178,7 @@ CASES = {
         C("link-over-existing", "printf x > f && printf y > g", "link", "f", "g"),
         C("link-missing", "", "link", "nothere", "g"),
         C("link-fifo", "mkfifo p", "link", "p", "q"),
+        C("link-chr", "mknod c c 1 3", "link", "c", "d"),
         C("link-symlink", "ln -s target l", "link", "l", "m",
           refuse=("EOPNOTSUPP", "Podman 4.3: a hard link to a symlink fails")),
         C("link-name-too-long", F, "link", "f", LONG),
@@ -190,6 +208,7 @@ CASES = {
         C("chmod-dir-sticky", D, "chmod", "d", 0o1777),
         C("chmod-through-symlink", "printf x > t && ln -s t l", "chmod", "l", 0o640),
         C("chmod-loop", LOOP, "chmod", "a", 0o600),
+        N("chmod-mine-setuid", MINE, "chmod", "mine", 0o4755),
         N("chmod-others", F, "chmod", "f", 0o777),
         N("chmod-mine", MINE, "chmod", "mine", 0o600),
         N("chmod-mine-setgid-not-member", MINE, "chmod", "mine", 0o2755),
@@ -200,6 +219,7 @@ CASES = {
         C("chown-uid-only", "printf x > f && chown 0:42 f", "chown", "f", 1234, -1),
         C("chown-setuid-file", "printf x > f && chmod 4755 f", "chown", "f", 1234, 1234),
         C("chown-dir", D, "chown", "d", 1234, 5678),
+        C("chown-loop", LOOP, "chown", "a", 1, 1),
         C("lchown-symlink", "printf x > t && ln -s t l", "lchown", "l", 1234, 5678),
         N("chown-others", F, "chown", "f", 65534, 65534),
         N("chown-mine-to-root", MINE, "chown", "mine", 0, -1),
@@ -220,6 +240,7 @@ CASES = {
         C("truncate-loop", LOOP, "truncate", "a", 0),
         N("truncate-0644-others", F, "truncate", "f", 0),
         N("truncate-mine", MINE, "truncate", "mine", 1),
+        N("truncate-setuid-others", "printf abc > f && chmod 4777 f", "truncate", "f", 1),
     ],
     "ftruncate": [
         C("ftruncate-rdonly", F, "ftruncate", "f", ["O_RDONLY"], 0),
