@@ -83,6 +83,8 @@ void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
 }
 
 /* Opens for writing; mode is used when creating. */
+static void kill_priv(struct wfile *w);
+
 static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		      int flags, bool create, mode_t mode, struct handle *h)
 {
@@ -99,6 +101,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
+		if (ret == 0 && (flags & O_TRUNC))
+			kill_priv(h->w);
 		if (ret < 0) {
 			wfile_put(h->w);
 			h->w = NULL;
@@ -119,6 +123,10 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	if (ret == 0)
 		ret =
 		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
+	/* O_TRUNC is a write (FUSE's atomic_o_trunc: the kernel leaves the
+	 * truncate, and so the mode change it would make, to us) */
+	if (ret == 0 && (flags & O_TRUNC))
+		kill_priv(h->w);
 	return ret;
 }
 
