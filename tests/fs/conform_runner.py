@@ -32,7 +32,7 @@ def spec(t):
 def utimensat(path, atime, mtime, nofollow=False):
     """atime/mtime: ns, "now" or "omit"; both None: times NULL."""
     times = None if atime is None else (Timespec * 2)(spec(atime), spec(mtime))
-    if libc.utimensat(AT_FDCWD, path.encode(), times, AT_SYMLINK_NOFOLLOW if nofollow else 0):
+    if libc.utimensat(AT_FDCWD, os.fsencode(path), times, AT_SYMLINK_NOFOLLOW if nofollow else 0):
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e), path)
 
