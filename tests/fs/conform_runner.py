@@ -37,6 +37,13 @@ def utimensat(path, atime, mtime, nofollow=False):
         raise OSError(e, os.strerror(e), path)
 
 
+def renameat2(a, b, how):
+    fl = {"noreplace": 1, "exchange": 2}[how]
+    if libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), fl):
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), a)
+
+
 def flags(names):
     f = 0
     for n in names:
@@ -77,6 +84,7 @@ OPS = {
     "rmdir": os.rmdir,
     "unlink": os.unlink,
     "rename": os.rename,
+    "renameat2": renameat2,
     "link": lambda a, b: os.link(a, b, follow_symlinks=False),
     "symlink": os.symlink,
     "readlink": os.readlink,

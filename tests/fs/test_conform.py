@@ -303,6 +303,10 @@ def conform(request, engine, mount_root, tmp_path_factory):
         R.ctr_after = ctr_tree(c)
         R.mnt_after = tree(mbase)
         R.image = request.param
+        report = os.environ.get("CTRFS_CONFORM_REPORT")
+        if report:  # each case's outcome on ext4 and through the mount
+            with open(f"{report}.{request.param}.json", "w") as f:
+                json.dump({c.id: {"ext4": R.ref[c.id], "mount": R.got[c.id]} for c in cases}, f)
         yield R
     finally:
         problems = m.unmount() if m else []
