@@ -227,6 +227,7 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 	if (ret < 0)
 		return ret;
 	caller_stat(&st, mode);
+	parent_sgid(fs, c, inner, &st);
 	st.st_rdev = rdev;
 	/* a directory's entry without an atime gets atime 0 from Docker
 	 * 20.10 (26 leaves it): give it the mtime */
@@ -277,6 +278,10 @@ int ctrfs_link(const char *from, const char *to)
 	 * (a symlink itself, a fifo, a device node) */
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EPERM;
+	/* Podman's PUT of a hard link to a symlink fails (with ENOENT's
+	 * words): refused, as documented */
+	if (ret == 0 && S_ISLNK(st.st_mode) && engine_is_podman(fs->e))
+		ret = -EOPNOTSUPP;
 	if (ret < 0)
 		goto out_put;
 	/* the engine resolves a hard link's target inside the PUT's dir. It
@@ -366,6 +371,18 @@ int ctrfs_rmdir(const char *path)
 	return remove_path(path, "rmdir");
 }
 
+/* Two names of one file, as far as the cache knows (a listing showed
+ * them with one number). */
+static bool same_file(struct fs *fs, struct ctr *c, const char *a,
+		      const char *b)
+{
+	struct stat sa, sb;
+
+	return stat_path(fs, c, a, &sa) == 0 && stat_path(fs, c, b, &sb) == 0 &&
+	       !S_ISDIR(sa.st_mode) && sa.st_nlink > 1 &&
+	       sa.st_ino == sb.st_ino;
+}
+
 /*
  * rename(2) by `mv` in the container, or by the writer for a file being
  * written at either name. Longer than a screen: one sequence of the two
@@ -383,6 +400,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	struct ctr *c;
 	struct wfile *w, *t;
 	struct stat st;
+	bool same = false;
 	int ret;
 
 	if (flags & ~RENAME_NOREPLACE)
@@ -402,6 +420,9 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	names_of(fs, c, ito, &nm); /* the file replaced loses a link */
 	w = writer_find(fs->writer, c->id, ifrom);
 	t = writer_find(fs->writer, c->id, ito);
+	/* rename(2) of two names of one file does nothing and succeeds
+	 * (the kernel, told 0, asks for the old name again) */
+	same = !w && !t && same_file(fs, c, ifrom, ito);
 	{
 		const char *argv[] = {"mv", "-f", "-T", "--", ifrom, ito, NULL};
 		struct tool_call mv = {fs, c, argv, ifrom};
@@ -412,7 +433,9 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		/* one never committed is committed as ito, no mv; one open
 		 * at ito is replaced, never committed again; a directory it
 		 * replaces must be empty of files still to come too */
-		if (w || t)
+		if (same)
+			ret = 0;
+		else if (w || t)
 			ret = writer_rename(fs->writer, w, t, ito, there,
 					    call_tool, &mv);
 		else if (writer_holds_below(fs->writer, c->id, ito))
@@ -420,12 +443,10 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		else
 			ret = call_tool(&mv);
 		if (ret == -EALREADY && !w && !t) {
-			/* two names of one file: rename(2) would leave both,
-			 * but the kernel, told 0, takes the old one for gone */
-			const char *rmv[] = {"rm", "-f", "--", ifrom, NULL};
-			struct tool_call rm = {fs, c, rmv, ifrom};
-
-			ret = call_tool(&rm);
+			/* GNU mv: "are the same file", where the cache did
+			 * not know: nothing to do */
+			same = true;
+			ret = 0;
 		} else if (ret == -EALREADY) {
 			log_err("cannot mv '%s' in container '%s': '%s' is "
 				"another name of the same file",
@@ -433,13 +454,14 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 			ret = -EIO;
 		}
 	}
-	if (ret < 0) { /* the tool may have run: the next lookups ask */
+	if (ret < 0 || same) { /* the tool may have run: the next lookups
+				* ask */
 		meta_forget(fs->meta, c, ifrom);
 		meta_forget(fs->meta, c, ito);
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */
-	if (ret == 0 && !w)
+	if (ret == 0 && !w && !same)
 		writer_repath(fs->writer, c->id, ifrom, ito);
 	if (t)
 		wfile_put(t);
@@ -449,7 +471,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		/* the wfile is the truth of ito now */
 		meta_committed(fs->meta, c, ifrom, NULL, t0);
 		meta_appeared(fs->meta, c, ito, t0);
-	} else if (ret == 0) {
+	} else if (ret == 0 && !same) {
 		meta_moved(fs->meta, c, ifrom, ito, t0);
 	}
 	if (ret == 0)
@@ -654,7 +676,9 @@ static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
 		wfile_chown(w, o->uid, o->gid);
 		return 0;
 	}
-	if (S_ISDIR(st->st_mode)) {
+	/* (on Podman put_dir_attrs() puts back the owner the container's
+	 * stat says: its chown instead) */
+	if (S_ISDIR(st->st_mode) && !engine_is_podman(fs->e)) {
 		if (o->uid != (uid_t)-1)
 			st->st_uid = o->uid;
 		if (o->gid != (gid_t)-1)
@@ -875,9 +899,10 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		return wfile_truncate(w, size);
 	if (S_ISDIR(st->st_mode))
 		return -EISDIR;
-	if (size == 0) {
+	if (size == 0 && st->st_nlink <= 1) {
 		/* an empty file of the same name, mode and owner: a PUT,
-		 * a new file, which leaves the name's hard links */
+		 * a new file (which would leave the name's hard links
+		 * their content: those go by the tool) */
 		engine_clock(fs->e, &st->st_mtim);
 		st->st_size = 0;
 		st->st_ino = 0;

@@ -7,15 +7,18 @@
 #include <fuse.h>
 
 #include "fs_int.h"
+#include "agent.h"
 #include "ctr.h"
 #include "engine.h"
 #include "log.h"
 #include "meta.h"
+#include "pathmap.h"
 #include "reader.h"
 #include "writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +57,34 @@ void caller_stat(struct stat *st, mode_t mode)
 	engine_clock(fs_get()->e, &st->st_mtim);
 }
 
+/* A new entry in a setgid directory takes the directory's group, and a
+ * new directory there the setgid bit too, as Linux's inode_init_owner()
+ * does (the kernel has already cleared a new file's S_ISGID where its
+ * caller may not keep it). */
+void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
+		 struct stat *st)
+{
+	char parent[PATH_MAX];
+	struct stat pst;
+
+	if (pathmap_parent(inner, parent, sizeof(parent)) < 0 ||
+	    stat_path(fs, c, parent, &pst) < 0 || !(pst.st_mode & S_ISGID))
+		return;
+	st->st_gid = pst.st_gid;
+	/* Podman's archive API reports every owner as 0:0: the group as
+	 * the container's stat says (where none runs, the caller's) */
+	if (engine_is_podman(fs->e) &&
+	    agent_owner(fs->e, c->id, parent, &pst.st_uid, &pst.st_gid) < 0)
+		st->st_gid = fuse_get_context()->gid;
+	else if (engine_is_podman(fs->e))
+		st->st_gid = pst.st_gid;
+	if (S_ISDIR(st->st_mode))
+		st->st_mode |= S_ISGID;
+}
+
 /* Opens for writing; mode is used when creating. */
+static void kill_priv(struct wfile *w);
+
 static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		      int flags, bool create, mode_t mode, struct handle *h)
 {
@@ -63,6 +93,7 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 
 	if (create) {
 		caller_stat(&cst, S_IFREG | (mode & 07777));
+		parent_sgid(fs, c, inner, &cst);
 		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
 				   &cst, &h->w);
 	}
@@ -70,6 +101,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
+		if (ret == 0 && (flags & O_TRUNC))
+			kill_priv(h->w);
 		if (ret < 0) {
 			wfile_put(h->w);
 			h->w = NULL;
@@ -90,6 +123,10 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	if (ret == 0)
 		ret =
 		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
+	/* O_TRUNC is a write (FUSE's atomic_o_trunc: the kernel leaves the
+	 * truncate, and so the mode change it would make, to us) */
+	if (ret == 0 && (flags & O_TRUNC))
+		kill_priv(h->w);
 	return ret;
 }
 
@@ -238,12 +275,28 @@ int ctrfs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
+/* The caller's group or one of its supplementary groups. */
+static bool in_group(gid_t gid)
+{
+	gid_t list[64];
+	int n;
+
+	if (fuse_get_context()->gid == gid)
+		return true;
+	n = fuse_getgroups(64, list);
+	for (int i = 0; i < n && i < 64; i++)
+		if (list[i] == gid)
+			return true;
+	return false;
+}
+
 /*
  * A write by a caller without CAP_FSETID (taken as: not root) clears
- * setuid, and setgid with group execute, as Linux's should_remove_suid()
- * does. The kernel does it itself (a SETATTR) for a write through its page
- * cache, not for the direct I/O of a write-only open (do_open()), which
- * left a root-owned 04777 file setuid with another user's content.
+ * setuid, and setgid with group execute or where the caller is not in the
+ * file's group, as Linux's setattr_should_drop_suidgid() does. The kernel does
+ * it itself (a SETATTR) for a write through its page cache, not for the direct
+ * I/O of a write-only open (do_open()), which left a root-owned 04777 file
+ * setuid with another user's content.
  */
 static void kill_priv(struct wfile *w)
 {
@@ -253,7 +306,10 @@ static void kill_priv(struct wfile *w)
 	if (fuse_get_context()->uid == 0)
 		return;
 	wfile_stat(w, &st);
-	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+	/* (without group execute: older kernels kept it; 6.18's ext4 here
+	 * clears it) */
+	if ((st.st_mode & S_ISGID) &&
+	    ((st.st_mode & S_IXGRP) || !in_group(st.st_gid)))
 		kill |= S_ISGID;
 	if (st.st_mode & kill)
 		wfile_chmod(w, st.st_mode & ~kill & 07777);

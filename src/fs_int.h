@@ -96,6 +96,9 @@ int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st);
 /* fs_file.c */
 /* A new entry's attributes: mode, the caller's owner, the engine's now. */
 void caller_stat(struct stat *st, mode_t mode);
+/* Group (and a directory's setgid bit) from a setgid parent directory. */
+void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
+		 struct stat *st);
 /* The handle's file being written (not referenced for the caller); for a
  * deferred open, opened now when open is set, -errno in *err if that
  * fails; else NULL until then. */

@@ -443,6 +443,12 @@ int wfile_truncate(struct wfile *f, off_t size)
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
+	/* grown past the memory spool's cap: on to the disk spool, as a
+	 * write does (a sparse file in memory would take any size, where
+	 * the disk's filesystem says EFBIG, and the commit would then send
+	 * it whole) */
+	if (f->in_mem && !f->stay_in_mem && !reserve_locked(f, size))
+		spill_locked(f); /* failing, it goes on in memory */
 	if (ftruncate(f->fd, size) < 0) {
 		ret = -errno;
 	} else {
