@@ -29,20 +29,20 @@ static int open_read(struct fs *fs, struct ctr *c, const char *inner,
 	struct stat st;
 	int ret;
 
-	h->w = writer_find(fs->writer, c->id, inner);
+	h->w = writer_find(SITE(c)->writer, c->id, inner);
 	if (h->w)
 		return 0; /* being written: read what is written */
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -EOPNOTSUPP; /* devices, fifos: no content to stream */
 	if (ret == 0)
-		ret = reader_new(fs->e, fs->meta, c, inner, &h->r);
+		ret = reader_new(SITE(c)->e, SITE(c)->meta, c, inner, &h->r);
 	return ret;
 }
 
-void caller_stat(struct stat *st, mode_t mode)
+void caller_stat(struct ctr *c, struct stat *st, mode_t mode)
 {
 	struct fuse_context *ctx = fuse_get_context();
 
@@ -51,7 +51,7 @@ void caller_stat(struct stat *st, mode_t mode)
 	st->st_uid = ctx->uid;
 	st->st_gid = ctx->gid;
 	st->st_nlink = 1;
-	engine_clock(fs_get()->e, &st->st_mtim);
+	engine_clock(SITE(c)->e, &st->st_mtim);
 }
 
 /* Opens for writing; mode is used when creating. */
@@ -62,11 +62,11 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	int ret = 0;
 
 	if (create) {
-		caller_stat(&cst, S_IFREG | (mode & 07777));
-		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
-				   &cst, &h->w);
+		caller_stat(c, &cst, S_IFREG | (mode & 07777));
+		return writer_open(SITE(c)->writer, c, inner, flags | O_TRUNC,
+				   NULL, &cst, &h->w);
 	}
-	h->w = writer_reopen(fs->writer, c->id, inner);
+	h->w = writer_reopen(SITE(c)->writer, c->id, inner);
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
@@ -76,7 +76,7 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		}
 		return ret;
 	}
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
@@ -88,8 +88,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		return 0;
 	}
 	if (ret == 0)
-		ret =
-		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
+		ret = writer_open(SITE(c)->writer, c, inner, flags, &st, NULL,
+				  &h->w);
 	return ret;
 }
 
@@ -115,7 +115,7 @@ struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
 			ret = -EISDIR;
 		if (ret == 0) {
 			ret = open_write(fs, c, inner, h->flags, false, 0, h);
-			ctr_put(fs->ctrs, c);
+			ctr_put(SITE(c)->ctrs, c);
 		}
 		if (ret == -ENOENT) {
 			/* removed in the container since the open: write(2)
@@ -148,7 +148,7 @@ static int open_status(struct fs *fs, struct fuse_file_info *fi)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
-	h->status_len = writer_status(fs->writer, h->status, STATUS_MAX);
+	h->status_len = sites_status(fs, h->status, STATUS_MAX);
 	fi->direct_io = 1;
 	fi->noflush = 1;
 	fi->fh = (uint64_t)(uintptr_t)h;
@@ -173,7 +173,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		return create ? -EACCES : -EISDIR;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		ctr_put(fs->ctrs, c);
+		ctr_put(SITE(c)->ctrs, c);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
@@ -182,7 +182,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
 	else
 		ret = open_read(fs, c, inner, h);
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	if (ret < 0) {
 		pthread_mutex_destroy(&h->lock);
 		free(h);
@@ -287,7 +287,7 @@ int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	 * does a deferred open that wrote nothing */
 	if (!w || !h->writes)
 		return 0;
-	if (writer_writeback(fs->writer)) {
+	if (sites_writeback(fs)) {
 		/* queued at this close, committed by write-back; a commit of
 		 * another file of the container that failed since the last
 		 * close said so is said here */
@@ -309,7 +309,7 @@ int ctrfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	if (!w)
 		return 0;
 	err = wfile_commit(w);
-	if (writer_writeback(fs->writer)) {
+	if (sites_writeback(fs)) {
 		int told = wfile_take_failure(w, true);
 
 		err = err < 0 ? err : told;
@@ -328,9 +328,9 @@ int ctrfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 
 	if (ret < 0)
 		return ret;
-	ret = writer_sync(fs->writer, c ? c->id : NULL, c ? inner : "/");
+	ret = c ? writer_sync(SITE(c)->writer, c->id, inner) : sites_sync(fs);
 	if (c)
-		ctr_put(fs->ctrs, c);
+		ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
