@@ -133,6 +133,10 @@ int hostlist_build(const char *engines, char *const *hosts, size_t nhosts,
 		if (add(&list, &count, name, &hc) < 0)
 			bad++;
 	}
+	if (count == 0 && !bad) {
+		fprintf(stderr, "ctrfs: engines: no engine named\n");
+		bad++;
+	}
 	for (size_t i = 0; i < count; i++)
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(list[i].name, list[j].name) == 0) {
