@@ -30,8 +30,9 @@
 struct options {
 	char **hosts; /* every -o host, in order */
 	size_t nhosts;
-	char *engines; /* -o engines */
-	char *pos[2];  /* [SOURCE] MOUNTPOINT */
+	char *engines;	 /* -o engines, its names joined by commas */
+	bool in_engines; /* the option before was one of its names */
+	char *pos[2];	 /* [SOURCE] MOUNTPOINT */
 	int npos;
 	int all;
 	int allow_other;
@@ -42,7 +43,7 @@ struct options {
 	char *spool;   /* write-back's journal directory, or NULL */
 };
 
-enum { KEY_ALLOW_OTHER, KEY_DISCARD, KEY_HOST };
+enum { KEY_ALLOW_OTHER, KEY_DISCARD, KEY_HOST, KEY_ENGINES };
 
 #define OPT(t, p)                                                              \
 	{                                                                      \
@@ -50,7 +51,7 @@ enum { KEY_ALLOW_OTHER, KEY_DISCARD, KEY_HOST };
 	}
 static const struct fuse_opt ctrfs_opts[] = {
     FUSE_OPT_KEY("host=", KEY_HOST),
-    OPT("engines=%s", engines),
+    FUSE_OPT_KEY("engines=", KEY_ENGINES),
     OPT("all", all),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("timeout=%u", timeout),
@@ -83,12 +84,38 @@ static int add_host(struct options *o, const char *url)
 	return 0;
 }
 
+/* Appends an engine's name to o's list; 0 or -1. */
+static int add_engine(struct options *o, const char *name)
+{
+	size_t have = o->engines ? strlen(o->engines) + 1 : 0;
+	char *ne = realloc(o->engines, have + strlen(name) + 1);
+
+	if (!ne)
+		return -1;
+	if (have)
+		ne[have - 1] = ',';
+	strcpy(ne + have, name);
+	o->engines = ne;
+	o->in_engines = true;
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct options *o = data;
+	bool in_engines = o->in_engines;
 
+	o->in_engines = false;
 	switch (key) {
+	case KEY_ENGINES:
+		return add_engine(o, arg + strlen("engines="));
+	case FUSE_OPT_KEY_OPT:
+		/* FUSE splits -o engines=a,b at its comma: the words after
+		 * it, up to an option with a value, are more names */
+		if (in_engines && arg[0] != '-' && !strchr(arg, '='))
+			return add_engine(o, arg);
+		return 1;
 	case KEY_HOST:
 		return add_host(o, arg + strlen("host="));
 	case FUSE_OPT_KEY_NONOPT:
@@ -120,14 +147,16 @@ static void usage(const char *prog)
 	    " or https://\n"
 	    "                           (default: $DOCKER_HOST, else the "
 	    "docker CLI's\n"
-	    "                           context, else %s); given more than "
-	    "once: a\n"
-	    "                           directory per engine, named "
-	    "host-port, or the\n"
-	    "                           socket's name without .sock\n"
-	    "    -o engines=NAME[,NAME] docker contexts (or all of them: "
-	    "all), a\n"
-	    "                           directory each (with -o host too)\n"
+	    "                           context, else %s);\n"
+	    "                           more than once: several engines, a "
+	    "directory\n"
+	    "                           each (host-port, or the socket's name"
+	    "\n"
+	    "                           without .sock)\n"
+	    "    -o engines=NAME,...    docker contexts (all: every one), a "
+	    "directory\n"
+	    "                           each, -o host too (last in an -o "
+	    "list)\n"
 	    "    -o all                 also show stopped containers "
 	    "(default: running only)\n"
 	    "    -o attr_timeout=SECS   how long metadata is trusted "
