@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, read_file, sha256_file, wait_for
+from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, read_file, sha256_file, wait_for, wb_status
 
 OP_TIMEOUT = 60
 
@@ -220,6 +220,37 @@ def test_each_engine_follows_its_events(two, container, mount):
             f"rename in {name} not seen"
         c.docker("rm", "-f", c.id)
         assert wait_for(lambda: new not in m.listdir(d), timeout=1.0), f"removal in {name} not seen"
+
+
+def test_writeback_per_engine(two, container, mount):
+    """Write-back with two engines: each engine's writer holds its own
+    files, `ctrfs --status` names them ENGINE/CONTAINER, and a sync of one
+    engine's container commits that one alone."""
+    e1, e2, env = two
+    c1 = container()
+    c2 = container(engine=e2)
+    m = mount("-o", "writeback=30", "-o", "engines=one,two", host=False, env=env)
+    data = {c1: b"1" * 1000, c2: b"2" * 24}
+    for c, name in ((c1, "one"), (c2, "two")):
+        with open(os.path.join(m.path, name, c.name, "tmp", "f"), "wb") as f:
+            f.write(data[c])
+    code, lines = wb_status(m)
+    assert code == 1 and sorted(lines) == sorted([["pending", f"one/{c1.name}", "1", "1000"],
+                                                  ["pending", f"two/{c2.name}", "1", "24"]]), lines
+    fd = os.open(os.path.join(m.path, "two", c2.name, "tmp"), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert wb_status(m) == (1, [["pending", f"one/{c1.name}", "1", "1000"]])
+    assert c2.cp_out("/tmp/f") == data[c2]
+    fd = os.open(m.path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert wb_status(m) == (0, [])
+    assert c1.cp_out("/tmp/f") == data[c1]
 
 
 def test_one_context_keeps_the_flat_layout(engine, container, mount, tmp_path):
