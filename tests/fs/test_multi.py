@@ -297,15 +297,18 @@ def test_unknown_context_and_missing_tls_refused(engine, tmp_path, mnt):
 
 
 def test_two_engines_of_one_name_refused(engine, tmp_path, mnt):
-    """Two sockets named docker.sock (the session engine's and a link to
-    it elsewhere): both would be the directory 'docker'."""
+    """Two sockets of one name (the session engine's, docker.sock or
+    podman.sock, and a link to it elsewhere): both would be the directory
+    'docker' (or 'podman')."""
     other = tmp_path / "elsewhere"
     other.mkdir()
-    os.symlink(engine.sock, other / "docker.sock")
+    base = os.path.basename(engine.sock)
+    os.symlink(engine.sock, other / base)
     r = run_ctrfs(daemon_env(tmp_path), "-o", "host=" + engine.url,
-                  "-o", f"host=unix://{other}/docker.sock", mnt)
+                  "-o", f"host=unix://{other}/{base}", mnt)
     err = r.stderr.decode(errors="replace")
     assert r.returncode == 2, (r.returncode, err)
     assert not os.path.ismount(mnt)
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "two engines named 'docker'" in lines[0], lines
+    name = base[:-len(".sock")] if base.endswith(".sock") else base
+    assert len(lines) == 1 and f"two engines named '{name}'" in lines[0], lines
