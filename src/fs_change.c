@@ -59,14 +59,16 @@ static void names_of(struct fs *fs, struct ctr *c, const char *inner,
 				NAMES_MAX - nm->n);
 }
 
-/* The change is made: the kernel asks for the names' attributes again. */
+/* The change is made: the kernel asks for the names' attributes again
+ * (by their mount paths: below the engine's directory with several). */
 static void names_changed(struct ctr *c, const struct names *nm)
 {
-	char mp[PATH_MAX + 256];
+	char mp[PATH_MAX + 512];
 
 	for (size_t i = 0; i < nm->n; i++) {
-		if (snprintf(mp, sizeof(mp), "/%s%s", c->name, nm->path[i]) <
-		    (int)sizeof(mp))
+		if (snprintf(mp, sizeof(mp), "%s%s/%s%s",
+			     *SITE(c)->name ? "/" : "", SITE(c)->name, c->name,
+			     nm->path[i]) < (int)sizeof(mp))
 			fuse_invalidate_path(fuse_get_context()->fuse, mp);
 	}
 }

@@ -253,6 +253,22 @@ def test_writeback_per_engine(two, container, mount):
     assert c1.cp_out("/tmp/f") == data[c1]
 
 
+def test_a_change_reaches_every_name_of_a_hard_link(two, container, mount):
+    """A chmod through one name of a hard-linked file in the second
+    engine: the kernel is told the other name's attributes changed, by its
+    path below the engine's directory (kept 30 s otherwise)."""
+    e1, e2, env = two
+    c = container(engine=e2)
+    c.sh("mkdir /h && echo x > /h/a && ln /h/a /h/b && chmod 644 /h/a")
+    m = mount("-o", "attr_timeout=30", "-o", "engines=one,two", host=False, env=env)
+    h = os.path.join(m.path, "two", c.name, "h")
+    assert sorted(m.listdir(h)) == ["a", "b"]
+    assert os.stat(os.path.join(h, "b")).st_mode & 0o777 == 0o644
+    os.chmod(os.path.join(h, "a"), 0o600)
+    assert c.stat("/h/b")["perm"] == 0o600
+    assert os.stat(os.path.join(h, "b")).st_mode & 0o777 == 0o600
+
+
 def test_one_context_keeps_the_flat_layout(engine, container, mount, tmp_path):
     c = container()
     cfg = str(tmp_path / "docker-config")
