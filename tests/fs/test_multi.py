@@ -93,6 +93,7 @@ def test_two_engines_by_url_read_and_write(engine, private_engine, container, mo
     seeded = {c1: rng.randbytes(3 * MIB + 17), c2: rng.randbytes(2 * MIB + 5)}
     for c, data in seeded.items():
         c.write("/seeded", data)
+        c.exec("ln", "-s", "/seeded", "/link")
     m = mount("-o", f"host=unix://{links}/left.sock", "-o", f"host=unix://{links}/right.sock",
               host=False)
     assert sorted(m.listdir()) == ["left", "right"]
@@ -106,6 +107,9 @@ def test_two_engines_by_url_read_and_write(engine, private_engine, container, mo
         got = call_with_timeout(sha256_file, os.path.join(p, "seeded"), timeout=OP_TIMEOUT)
         if got != hashlib.sha256(seeded[c]).hexdigest():
             wrong[f"read {d}"] = "sha256 differs from what was written"
+        # an absolute symlink stays inside its container's directory
+        if call_with_timeout(read_file, os.path.join(p, "link"), timeout=OP_TIMEOUT) != seeded[c]:
+            wrong[f"symlink {d}"] = "the link does not lead to /seeded of its container"
         data = rng.randbytes(4 * MIB + 3)
         write_through(os.path.join(p, "written"), data)
         if c.cp_sha256("/written") != hashlib.sha256(data).hexdigest():
