@@ -150,6 +150,7 @@ static void apply_entry(struct ctr_table *t, struct json_object *o,
 			return;
 		snprintf(p->pub.id, sizeof(p->pub.id), "%s",
 			 json_object_get_string(id));
+		p->pub.owner = t->gone_ctx;
 		p->listed = true;
 		p->refs = 1;
 		p->next = t->head;

@@ -20,11 +20,13 @@ struct ctr {
 	char name[256];
 	char state[24];
 	bool running;
+	void *owner; /* ctr_table_new()'s ctx: whose table lists it */
 };
 
 struct ctr_table;
 
-/* Called with the id of each container that left the engine's list. */
+/* Called with the id of each container that left the engine's list; ctx
+ * is also each container's owner. */
 typedef void (*ctr_gone_fn)(void *ctx, const char *id);
 
 struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,

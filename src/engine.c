@@ -228,6 +228,7 @@ static const struct engine_quirks podman_quirks = {
     .put_makes_dirs = true,
     .head_dangling_404 = true,
     .get_follows_links = true,
+    .hardlink_to_target = true,
     .tar_rounds_seconds = true,
     .times_us = true,
     .head_dear = true,

@@ -87,6 +87,8 @@ struct engine_quirks {
 	bool head_dangling_404;
 	/* a GET of a symlink gives its target's file, not the link */
 	bool get_follows_links;
+	/* a tar hard link to a symlink is made to the link's target */
+	bool hardlink_to_target;
 	/* a GET's tar times are rounded to the nearest second, not cut */
 	bool tar_rounds_seconds;
 	/* a PUT sets times to the microsecond, rounded up */

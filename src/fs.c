@@ -31,18 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CACHE_MAX_ENTRIES 100000
 /* seconds a container's shell for the tools stays when unused */
 #define AGENT_IDLE 10.0
-/* bytes of file content kept (in the spool) from listings */
-#define CACHE_DATA_BUDGET ((off_t)1 << 30)
-
-static void on_ctr_gone(void *ctx, const char *id)
-{
-	struct fs *fs = ctx;
-
-	cache_drop_ns(fs->cache, id);
-}
 
 /*
  * Resolves a mount path: *c gets a container reference (NULL for the
@@ -52,22 +42,27 @@ static void on_ctr_gone(void *ctx, const char *id)
 int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
 {
 	char name[256];
-	int ret = pathmap_split(path, name, sizeof(name), inner);
+	struct site *s;
+	int ret = sites_split(fs, path, &s, &path);
 
 	*c = NULL;
+	*inner = NULL;
+	if (ret < 0 || !s)
+		return ret;
+	ret = pathmap_split(path, name, sizeof(name), inner);
 	if (ret < 0)
 		return ret;
 	if (!*inner)
 		return 0;
 	/* below the container's directory, its old name still leads to a
 	 * renamed container: the kernel asks so for what it holds open */
-	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(fs->ctrs, name, c)
-				       : ctr_lookup_below(fs->ctrs, name, c);
+	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(s->ctrs, name, c)
+				       : ctr_lookup_below(s->ctrs, name, c);
 	if (ret < 0)
 		return ret;
-	ret = ctr_check_path(fs->ctrs, *c, *inner);
+	ret = ctr_check_path(s->ctrs, *c, *inner);
 	if (ret < 0) {
-		ctr_put(fs->ctrs, *c);
+		ctr_put(s->ctrs, *c);
 		*c = NULL;
 	}
 	return ret;
@@ -99,14 +94,14 @@ void link_size(const char *inner, const char *raw, struct stat *st)
 /* Attributes of a path: an open file being written says them itself. */
 int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st)
 {
-	struct wfile *w = writer_find(fs->writer, c->id, inner);
+	struct wfile *w = writer_find(SITE(c)->writer, c->id, inner);
 
 	if (w) {
 		wfile_stat(w, st);
 		wfile_put(w);
 		return 0;
 	}
-	return meta_getattr(fs->meta, c, inner, st, NULL, 0);
+	return meta_getattr(SITE(c)->meta, c, inner, st, NULL, 0);
 }
 
 static int ctrfs_getattr(const char *path, struct stat *st,
@@ -130,26 +125,28 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 		return ret;
 	if (!c) {
 		root_stat(fs, st);
+		st->st_ino = sites_ino(fs, path);
 		return 0;
 	}
 	ret = stat_path(fs, c, inner, st);
 	/* write-back: a directory's mtime as its pending entries leave it
 	 * (rsync -a checks the times it set once its files are in) */
 	if (ret == 0 && S_ISDIR(st->st_mode) &&
-	    writer_settle(fs->writer, c->id, inner, false))
+	    writer_settle(SITE(c)->writer, c->id, inner, false))
 		ret = stat_path(fs, c, inner, st);
 	if (ret == 0 && S_ISLNK(st->st_mode)) {
 		char raw[PATH_MAX];
 
 		/* its target too (known with it, unless it was listed by
 		 * exec: then a GET, which the readlink to come saves) */
-		ret = meta_getattr(fs->meta, c, inner, st, raw, sizeof(raw));
+		ret =
+		    meta_getattr(SITE(c)->meta, c, inner, st, raw, sizeof(raw));
 		if (ret == 0)
 			link_size(inner, raw, st);
 	}
 	if (ret == 0 && !st->st_ino) /* not kept in the cache */
 		st->st_ino = cache_new_ino();
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -166,10 +163,10 @@ static int ctrfs_readlink(const char *path, char *buf, size_t size)
 		return ret;
 	if (!c)
 		return -EINVAL;
-	ret = meta_getattr(fs->meta, c, inner, &st, raw, sizeof(raw));
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, raw, sizeof(raw));
 	if (ret == 0)
 		ret = pathmap_link(inner, raw, buf, size);
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -186,8 +183,8 @@ static int ctrfs_statfs(const char *path, struct statvfs *sv)
 	sv->f_namemax = 255;
 	if (resolve(fs, path, &c, &inner) < 0 || !c)
 		return 0;
-	dfree_get(fs->e, c, inner, sv);
-	ctr_put(fs->ctrs, c);
+	dfree_get(SITE(c)->e, c, inner, sv);
+	ctr_put(SITE(c)->ctrs, c);
 	return 0;
 }
 
@@ -285,11 +282,7 @@ static void *ctrfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 		fs->reaper_started = true;
 	else
 		log_err("cannot start the idle-transfer reaper");
-	if (ctr_table_watch(fs->ctrs) < 0)
-		log_err("cannot follow the engine's events: the container "
-			"list is read again on access");
-	if (writer_set_writeback(fs->writer, fs->cfg.writeback) < 0)
-		log_err("cannot start write-back: closes commit at once");
+	sites_start(fs);
 	return fs;
 }
 
@@ -304,8 +297,7 @@ static void ctrfs_destroy(void *data)
 	if (fs->reaper_started)
 		pthread_join(fs->reaper, NULL);
 	fs->reaper_started = false;
-	ctr_table_unwatch(fs->ctrs);
-	writer_drain(fs->writer);
+	sites_stop(fs);
 }
 
 static const struct fuse_operations ctrfs_ops = {
@@ -353,12 +345,8 @@ void fs_lib_help(void)
 
 static void fs_teardown(struct fs *fs)
 {
-	writer_free(fs->writer);
+	sites_free(fs);
 	agent_free_all();
-	ctr_table_free(fs->ctrs);
-	meta_free(fs->meta);
-	cache_free(fs->cache);
-	spool_free(fs->spool);
 	fs_xattr_free();
 	pthread_mutex_destroy(&fs->stop_lock);
 	pthread_cond_destroy(&fs->stop_cond);
@@ -366,11 +354,12 @@ static void fs_teardown(struct fs *fs)
 
 int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	    bool debug, bool single_thread, unsigned max_idle_threads,
-	    struct engine *e, const struct fs_config *cfg)
+	    const struct fs_engine *engines, size_t n,
+	    const struct fs_config *cfg)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_loop_config *lc = NULL;
-	struct fs fs = {.e = e, .cfg = *cfg};
+	struct fs fs = {.cfg = *cfg};
 	struct fuse *f;
 	int ret = 3;
 
@@ -379,33 +368,12 @@ int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	clock_gettime(CLOCK_REALTIME, &fs.mounted);
 	pthread_mutex_init(&fs.stop_lock, NULL);
 	pthread_cond_init(&fs.stop_cond, NULL);
-	if (spool_new(NULL, cfg->mem_spool > 0, &fs.spool) < 0) {
-		log_err("cannot create the spool directory: %s",
-			strerror(errno));
+	if (sites_new(&fs, engines, n) < 0)
 		goto out_teardown;
+	for (size_t i = 0; i < n; i++) {
+		engine_set_preempt(engines[i].e, reader_preempt);
+		engine_set_abandoned(engines[i].e, caller_dying);
 	}
-	cache_set_tar_rounding(engine_quirks(e)->tar_rounds_seconds);
-	fs.cache = cache_new(CACHE_MAX_ENTRIES);
-	if (fs.cache)
-		cache_set_data_budget(fs.cache, CACHE_DATA_BUDGET);
-	fs.meta = fs.cache ? meta_new(e, fs.cache, cfg->attr_timeout,
-				      reader_ctr_busy, fs.spool)
-			   : NULL;
-	fs.ctrs =
-	    ctr_table_new(e, cfg->all, cfg->attr_timeout / 2, on_ctr_gone, &fs);
-	if (!fs.cache || !fs.meta || !fs.ctrs)
-		goto out_teardown;
-	log_dbg("spool: %s; in memory: %s, up to %lld MiB in all",
-		spool_dir(fs.spool),
-		*spool_mem_dir(fs.spool) ? spool_mem_dir(fs.spool) : "none",
-		cfg->mem_spool >> 20);
-	engine_set_preempt(e, reader_preempt);
-	engine_set_abandoned(e, caller_dying);
-	reader_set_spool(fs.spool);
-	fs.writer = writer_new(e, fs.meta, fs.spool, fs.cfg.mem_spool);
-	if (!fs.writer)
-		goto out_teardown;
-	writer_set_journal(fs.writer, cfg->journal);
 
 	f = fuse_new(&args, &ctrfs_ops, sizeof(ctrfs_ops), &fs);
 	if (!f) {

@@ -5,6 +5,7 @@
 #define CTRFS_FS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct engine;
 struct journal;
@@ -19,17 +20,26 @@ struct fs_config {
 	double idle_close;   /* seconds before an idle GET is closed */
 	double writeback; /* seconds a closed file waits (0: commit at close) */
 	long long mem_spool; /* bytes of written data kept in memory, in all */
+};
+
+/* An engine of the mount, answering already. */
+struct fs_engine {
+	const char *name;	 /* its directory's (with several engines) */
+	struct engine *e;	 /* borrowed */
 	struct journal *journal; /* write-back's journal (borrowed), or NULL */
 };
 
 /*
  * Mounts on mountpoint with the FUSE arguments in argv (which must hold
- * the program name first) and serves until unmounted. The engine must
- * answer already; it is used after daemonizing. Returns the exit status.
+ * the program name first) and serves until unmounted: the containers of
+ * the one engine at the root, or of each of n engines in a directory of
+ * its name. The engines must answer already; they are used after
+ * daemonizing. Returns the exit status.
  */
 int fs_main(int argc, char **argv, const char *mountpoint, bool foreground,
 	    bool debug, bool single_thread, unsigned max_idle_threads,
-	    struct engine *e, const struct fs_config *cfg);
+	    const struct fs_engine *engines, size_t n,
+	    const struct fs_config *cfg);
 
 /* Writes the FUSE library's own options to stdout. */
 void fs_lib_help(void);

@@ -37,7 +37,7 @@ static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
 
 	if (w)
 		return wfile_get(w);
-	return writer_find(fs->writer, c->id, inner);
+	return writer_find(SITE(c)->writer, c->id, inner);
 }
 
 /* The other names of files that a change touches (hard links) that the
@@ -55,18 +55,20 @@ struct names {
 static void names_of(struct fs *fs, struct ctr *c, const char *inner,
 		     struct names *nm)
 {
-	nm->n += cache_names_of(fs->cache, c->id, inner, nm->path + nm->n,
+	nm->n += cache_names_of(SITE(c)->cache, c->id, inner, nm->path + nm->n,
 				NAMES_MAX - nm->n);
 }
 
-/* The change is made: the kernel asks for the names' attributes again. */
+/* The change is made: the kernel asks for the names' attributes again
+ * (by their mount paths: below the engine's directory with several). */
 static void names_changed(struct ctr *c, const struct names *nm)
 {
-	char mp[PATH_MAX + 256];
+	char mp[PATH_MAX + 512];
 
 	for (size_t i = 0; i < nm->n; i++) {
-		if (snprintf(mp, sizeof(mp), "/%s%s", c->name, nm->path[i]) <
-		    (int)sizeof(mp))
+		if (snprintf(mp, sizeof(mp), "%s%s/%s%s",
+			     *SITE(c)->name ? "/" : "", SITE(c)->name, c->name,
+			     nm->path[i]) < (int)sizeof(mp))
 			fuse_invalidate_path(fuse_get_context()->fuse, mp);
 	}
 }
@@ -86,7 +88,7 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 			       .st = *st,
 			       .symlink = symlink,
 			       .atime = atime};
-	long t0 = engine_now(fs->e);
+	long t0 = engine_now(SITE(c)->e);
 	int ret;
 
 	pathmap_parent(inner, parent, sizeof(parent));
@@ -97,17 +99,17 @@ static int put_entry(struct fs *fs, struct ctr *c, const char *inner,
 		parent[1] = '\0';
 		te.name = inner + 1;
 	}
-	ret = writer_put_entry(fs->writer, c, parent, &te);
+	ret = writer_put_entry(SITE(c)->writer, c, parent, &te);
 	if (ret == 0) {
 		struct stat cst = *st;
 
 		if (symlink)
 			cst.st_size = (off_t)strlen(symlink);
-		meta_committed_link(fs->meta, c, inner, &cst, symlink, t0);
+		meta_committed_link(SITE(c)->meta, c, inner, &cst, symlink, t0);
 	} else {
 		/* the engine may have made it before the failure (a reply
 		 * lost): the next lookup asks */
-		meta_forget(fs->meta, c, inner);
+		meta_forget(SITE(c)->meta, c, inner);
 	}
 	return ret;
 }
@@ -128,11 +130,11 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 	char msg[2 * PATH_MAX + 256];
 	int status = 0;
 	/* a line to the container's shell, else an exec of its own */
-	int ret = agent_run(fs->e, c->id, argv, &status, msg, sizeof(msg));
+	int ret = agent_run(SITE(c)->e, c->id, argv, &status, msg, sizeof(msg));
 
 	if (ret == 1)
-		ret =
-		    engine_exec(fs->e, c->id, argv, &status, msg, sizeof(msg));
+		ret = engine_exec(SITE(c)->e, c->id, argv, &status, msg,
+				  sizeof(msg));
 
 	tool_missing = ret == -EOPNOTSUPP;
 	if (ret == -EINVAL && tool_fraction)
@@ -184,7 +186,7 @@ static int resolve_change(struct fs *fs, const char *path, struct ctr **c,
 		ret =
 		    -EACCES; /* the mount root: containers are not made here */
 	if (ret == 0 && strcmp(*inner, "/") == 0) {
-		ctr_put(fs->ctrs, *c);
+		ctr_put(SITE(*c)->ctrs, *c);
 		*c = NULL;
 		ret = -EBUSY; /* a container's root cannot change */
 	}
@@ -205,10 +207,10 @@ static int resolve_pair(struct fs *fs, const char *from, const char *to,
 	if (ret == 0) {
 		if (*c != c2)
 			ret = -EXDEV;
-		ctr_put(fs->ctrs, c2);
+		ctr_put(SITE(c2)->ctrs, c2);
 	}
 	if (ret < 0) {
-		ctr_put(fs->ctrs, *c);
+		ctr_put(SITE(*c)->ctrs, *c);
 		*c = NULL;
 	}
 	return ret;
@@ -226,14 +228,14 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 
 	if (ret < 0)
 		return ret;
-	caller_stat(&st, mode);
+	caller_stat(c, &st, mode);
 	parent_sgid(fs, c, inner, &st);
 	st.st_rdev = rdev;
 	/* a directory's entry without an atime gets atime 0 from Docker
 	 * 20.10 (26 leaves it): give it the mtime */
 	st.st_atim = st.st_mtim;
 	ret = put_entry(fs, c, inner, &st, symlink, S_ISDIR(mode));
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -267,12 +269,13 @@ int ctrfs_link(const char *from, const char *to)
 	struct tar_entry te;
 	struct names nm = {0};
 	struct stat st;
-	long t0 = engine_now(fs->e);
+	long t0;
 	size_t dlen;
 	int ret = resolve_pair(fs, from, to, &c, &ifrom, &ito);
 
 	if (ret < 0)
 		return ret;
+	t0 = engine_now(SITE(c)->e);
 	ret = stat_path(fs, c, ifrom, &st);
 	/* a tar hard link names any entry but a directory, as link(2) does
 	 * (a symlink itself, a fifo, a device node) */
@@ -280,7 +283,8 @@ int ctrfs_link(const char *from, const char *to)
 		ret = -EPERM;
 	/* Podman's PUT of a hard link to a symlink fails (with ENOENT's
 	 * words): refused, as documented */
-	if (ret == 0 && S_ISLNK(st.st_mode) && engine_is_podman(fs->e))
+	if (ret == 0 && S_ISLNK(st.st_mode) &&
+	    engine_quirks(SITE(c)->e)->hardlink_to_target)
 		ret = -EOPNOTSUPP;
 	if (ret < 0)
 		goto out_put;
@@ -299,29 +303,30 @@ int ctrfs_link(const char *from, const char *to)
 	te.name = ito + dlen;
 	te.hardlink = ifrom + dlen;
 	te.st = st;
-	ret = writer_put_entry(fs->writer, c, dir, &te);
+	ret = writer_put_entry(SITE(c)->writer, c, dir, &te);
 	if (ret == 0) {
 		st.st_nlink++; /* both names: one file (one number), one
 				* more link */
-		meta_update(fs->meta, c, ifrom, &st);
-		meta_committed(fs->meta, c, ito, &st, t0);
+		meta_update(SITE(c)->meta, c, ifrom, &st);
+		meta_committed(SITE(c)->meta, c, ito, &st, t0);
 		/* the kernel holds the old names' attributes as other
 		 * inodes (paths, not inodes, here): tell it they moved */
 		fuse_invalidate_path(fuse_get_context()->fuse, from);
 		names_of(fs, c, ifrom, &nm);
 		names_changed(c, &nm);
 	} else if (ret < 0) {
-		meta_forget(fs->meta, c, ito); /* perhaps made, reply lost */
+		meta_forget(SITE(c)->meta, c,
+			    ito); /* perhaps made, reply lost */
 	}
 out_put:
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
 static int remove_path(const char *path, const char *tool)
 {
 	struct fs *fs = fs_get();
-	long t0 = engine_now(fs->e);
+	long t0;
 	const char *inner;
 	struct names nm = {0};
 	struct wfile *w;
@@ -330,6 +335,7 @@ static int remove_path(const char *path, const char *tool)
 
 	if (ret < 0)
 		return ret;
+	t0 = engine_now(SITE(c)->e);
 	names_of(fs, c, inner, &nm);
 	{
 		const char *argv[] = {tool, "--", inner, NULL};
@@ -337,11 +343,11 @@ static int remove_path(const char *path, const char *tool)
 
 		/* one never committed has nothing to remove in the container;
 		 * a directory holding one is not empty, whatever it shows */
-		w = writer_find(fs->writer, c->id, inner);
+		w = writer_find(SITE(c)->writer, c->id, inner);
 		if (w)
 			ret = wfile_unlink(w, call_tool, &rm);
 		else if (strcmp(tool, "rmdir") == 0 &&
-			 writer_holds_below(fs->writer, c->id, inner))
+			 writer_holds_below(SITE(c)->writer, c->id, inner))
 			ret = -ENOTEMPTY;
 		else
 			ret = call_tool(&rm);
@@ -349,15 +355,15 @@ static int remove_path(const char *path, const char *tool)
 	if (w)
 		wfile_put(w);
 	if (ret == 0 || ret == -ENOENT)
-		meta_committed(fs->meta, c, inner, NULL, t0);
+		meta_committed(SITE(c)->meta, c, inner, NULL, t0);
 	else
-		meta_forget(fs->meta, c, inner); /* perhaps removed */
+		meta_forget(SITE(c)->meta, c, inner); /* perhaps removed */
 	if (ret == 0 && nm.n > 0) {
 		/* one link less, and its ctime moved (every name shows it) */
-		meta_changed(fs->meta, c, nm.path[0]);
+		meta_changed(SITE(c)->meta, c, nm.path[0]);
 		names_changed(c, &nm);
 	}
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -394,7 +400,7 @@ static bool same_file(struct fs *fs, struct ctr *c, const char *a,
 int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 {
 	struct fs *fs = fs_get();
-	long t0 = engine_now(fs->e);
+	long t0;
 	const char *ifrom, *ito;
 	struct names nm = {0};
 	struct ctr *c;
@@ -408,6 +414,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	ret = resolve_pair(fs, from, to, &c, &ifrom, &ito);
 	if (ret < 0)
 		return ret;
+	t0 = engine_now(SITE(c)->e);
 	if (flags & RENAME_NOREPLACE) {
 		ret = stat_path(fs, c, ito, &st);
 		ret = ret == 0 ? -EEXIST : ret == -ENOENT ? 0 : ret;
@@ -415,11 +422,11 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	if (ret < 0)
 		goto out_put;
 	/* a directory's pending files go in under its old name first */
-	writer_settle(fs->writer, c->id, ifrom, true);
+	writer_settle(SITE(c)->writer, c->id, ifrom, true);
 	names_of(fs, c, ifrom, &nm);
 	names_of(fs, c, ito, &nm); /* the file replaced loses a link */
-	w = writer_find(fs->writer, c->id, ifrom);
-	t = writer_find(fs->writer, c->id, ito);
+	w = writer_find(SITE(c)->writer, c->id, ifrom);
+	t = writer_find(SITE(c)->writer, c->id, ito);
 	/* rename(2) of two names of one file does nothing and succeeds
 	 * (the kernel, told 0, asks for the old name again) */
 	same = !w && !t && same_file(fs, c, ifrom, ito);
@@ -436,9 +443,9 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 		if (same)
 			ret = 0;
 		else if (w || t)
-			ret = writer_rename(fs->writer, w, t, ito, there,
+			ret = writer_rename(SITE(c)->writer, w, t, ito, there,
 					    call_tool, &mv);
-		else if (writer_holds_below(fs->writer, c->id, ito))
+		else if (writer_holds_below(SITE(c)->writer, c->id, ito))
 			ret = -ENOTEMPTY;
 		else
 			ret = call_tool(&mv);
@@ -456,28 +463,28 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	}
 	if (ret < 0 || same) { /* the tool may have run: the next lookups
 				* ask */
-		meta_forget(fs->meta, c, ifrom);
-		meta_forget(fs->meta, c, ito);
+		meta_forget(SITE(c)->meta, c, ifrom);
+		meta_forget(SITE(c)->meta, c, ito);
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */
 	if (ret == 0 && !w && !same)
-		writer_repath(fs->writer, c->id, ifrom, ito);
+		writer_repath(SITE(c)->writer, c->id, ifrom, ito);
 	if (t)
 		wfile_put(t);
 	if (w)
 		wfile_put(w);
 	if (ret == 0 && w) {
 		/* the wfile is the truth of ito now */
-		meta_committed(fs->meta, c, ifrom, NULL, t0);
-		meta_appeared(fs->meta, c, ito, t0);
+		meta_committed(SITE(c)->meta, c, ifrom, NULL, t0);
+		meta_appeared(SITE(c)->meta, c, ito, t0);
 	} else if (ret == 0 && !same) {
-		meta_moved(fs->meta, c, ifrom, ito, t0);
+		meta_moved(SITE(c)->meta, c, ifrom, ito, t0);
 	}
 	if (ret == 0)
 		names_changed(c, &nm);
 out_put:
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -493,9 +500,9 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 
 	/* Podman's archive API reports every owner as 0:0: the owner goes
 	 * back as the container's `stat` says, never as 0:0 unasked */
-	if (engine_quirks(fs->e)->owners_zero &&
-	    agent_owner(fs->e, c->id, inner, &te.st.st_uid, &te.st.st_gid) <
-		0) {
+	if (engine_quirks(SITE(c)->e)->owners_zero &&
+	    agent_owner(SITE(c)->e, c->id, inner, &te.st.st_uid,
+			&te.st.st_gid) < 0) {
 		log_err(
 		    "cannot change '%s' in container '%s': Podman's archive "
 		    "API reports every owner as 0:0, and 'stat' does not "
@@ -504,7 +511,7 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 		return -EOPNOTSUPP;
 	}
 	pathmap_parent(inner, parent, sizeof(parent));
-	return writer_put_entry(fs->writer, c, parent, &te);
+	return writer_put_entry(SITE(c)->writer, c, parent, &te);
 }
 
 /* A metadata change: folded into an open file, a PUT for a directory, a
@@ -512,7 +519,7 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
 static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 			 struct wfile *w, struct stat *st, void *arg);
 
-static void resolve_times(struct fs *fs, const struct timespec *tv,
+static void resolve_times(struct ctr *c, const struct timespec *tv,
 			  const struct timespec *cur_a,
 			  const struct timespec *cur_m, bool round,
 			  struct timespec *at, struct timespec *mt);
@@ -527,13 +534,14 @@ static int utimens_by_copy(struct fs *fs, struct ctr *c, const char *inner,
 	char link[PATH_MAX];
 	struct wfile *w;
 	struct stat st;
-	int ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	int ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 
 	if (ret == 0 && S_ISLNK(st.st_mode)) /* its raw target too */
-		ret = meta_getattr(fs->meta, c, inner, &st, link, sizeof(link));
+		ret = meta_getattr(SITE(c)->meta, c, inner, &st, link,
+				   sizeof(link));
 	if (ret < 0)
 		return ret;
-	resolve_times(fs, tv, &st.st_atim, &st.st_mtim, false, &at, &mt);
+	resolve_times(c, tv, &st.st_atim, &st.st_mtim, false, &at, &mt);
 	if (timespec_before(&at, &mt) || (st.st_nlink > 1 && has_touch)) {
 		/* a PUT sets the later of the two; and it would split the
 		 * file from its other names, where touch keeps them */
@@ -556,7 +564,7 @@ static int utimens_by_copy(struct fs *fs, struct ctr *c, const char *inner,
 		return put_entry(fs, c, inner, &st,
 				 S_ISLNK(st.st_mode) ? link : NULL, true);
 	}
-	ret = writer_open(fs->writer, c, inner, O_WRONLY, &st, NULL, &w);
+	ret = writer_open(SITE(c)->writer, c, inner, O_WRONLY, &st, NULL, &w);
 	if (ret < 0)
 		return ret;
 	{
@@ -596,7 +604,7 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		 * write, so no `truncate` is needed in the container */
 		w = handle_wfile(h, path, true, &ret);
 		if (!w) {
-			ctr_put(fs->ctrs, c);
+			ctr_put(SITE(c)->ctrs, c);
 			return ret < 0 ? ret : -EIO;
 		}
 		wfile_get(w);
@@ -608,8 +616,8 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		/* a directory's files still to come would move its mtime
 		 * again; then fresh (meta_getattr_now): its attributes go
 		 * back whole in a PUT */
-		writer_settle(fs->writer, c->id, inner, false);
-		ret = meta_getattr_now(fs->meta, c, inner, &st);
+		writer_settle(SITE(c)->writer, c->id, inner, false);
+		ret = meta_getattr_now(SITE(c)->meta, c, inner, &st);
 		tool_optional = apply == apply_utimens;
 		if (ret == 0)
 			ret = apply(fs, c, inner, NULL, &st, arg);
@@ -617,17 +625,17 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 		/* apply() left in st what the path is now, and what its
 		 * other names are */
 		if (ret == 0) {
-			meta_update(fs->meta, c, inner, &st);
+			meta_update(SITE(c)->meta, c, inner, &st);
 			names_of(fs, c, inner, &nm);
 			names_changed(c, &nm);
 		} else if (!(ret == -EOPNOTSUPP && apply == apply_utimens)) {
 			/* (times no tool could set changed nothing) */
-			meta_forget(fs->meta, c, inner);
+			meta_forget(SITE(c)->meta, c, inner);
 		}
 		if (ret == -EOPNOTSUPP && apply == apply_utimens)
 			ret = utimens_by_copy(fs, c, inner, arg, !tool_missing);
 	}
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -678,7 +686,7 @@ static int apply_chown(struct fs *fs, struct ctr *c, const char *inner,
 	}
 	/* (on Podman put_dir_attrs() puts back the owner the container's
 	 * stat says: its chown instead) */
-	if (S_ISDIR(st->st_mode) && !engine_is_podman(fs->e)) {
+	if (S_ISDIR(st->st_mode) && !engine_quirks(SITE(c)->e)->owners_zero) {
 		if (o->uid != (uid_t)-1)
 			st->st_uid = o->uid;
 		if (o->gid != (gid_t)-1)
@@ -755,14 +763,14 @@ static int touch_tool(struct fs *fs, struct ctr *c, const char *inner,
 /* The times utimensat asked for, UTIME_NOW and UTIME_OMIT resolved
  * against now and the file's own (cur). round: NOW in whole seconds (a
  * tool whose `touch` may take no fraction; any second of now is now). */
-static void resolve_times(struct fs *fs, const struct timespec *tv,
+static void resolve_times(struct ctr *c, const struct timespec *tv,
 			  const struct timespec *cur_a,
 			  const struct timespec *cur_m, bool round,
 			  struct timespec *at, struct timespec *mt)
 {
 	struct timespec now;
 
-	engine_clock(fs->e, &now);
+	engine_clock(SITE(c)->e, &now);
 	if (round)
 		now.tv_nsec = 0;
 	*at = tv[0].tv_nsec == UTIME_NOW    ? now
@@ -772,8 +780,8 @@ static void resolve_times(struct fs *fs, const struct timespec *tv,
 	      : tv[1].tv_nsec == UTIME_OMIT ? *cur_m
 					    : tv[1];
 	/* Podman keeps microseconds, rounded up: what it will hold */
-	engine_time_fit(fs->e, at);
-	engine_time_fit(fs->e, mt);
+	engine_time_fit(SITE(c)->e, at);
+	engine_time_fit(SITE(c)->e, mt);
 }
 
 /* An open file's times go with its commit. A PUT sets a file's atime to
@@ -787,7 +795,7 @@ static int utimens_wfile(struct fs *fs, struct ctr *c, const char *inner,
 	int ret;
 
 	wfile_stat(w, &cur);
-	resolve_times(fs, tv, &cur.st_atim, &cur.st_mtim, false, &at, &mt);
+	resolve_times(c, tv, &cur.st_atim, &cur.st_mtim, false, &at, &mt);
 	wfile_utimens(w, tv[0].tv_nsec == UTIME_OMIT ? NULL : &at,
 		      tv[1].tv_nsec == UTIME_OMIT ? NULL : &mt);
 	if (tv[0].tv_nsec == UTIME_OMIT || !timespec_before(&at, &mt))
@@ -813,7 +821,7 @@ static int utimens_wfile(struct fs *fs, struct ctr *c, const char *inner,
 	if (ret == 0) {
 		wfile_stat(w, &cur);
 		cur.st_atim = at;
-		meta_update(fs->meta, c, inner, &cur);
+		meta_update(SITE(c)->meta, c, inner, &cur);
 	} else {
 		if (ret == -EINVAL || ret == -EOPNOTSUPP)
 			log_err("cannot set the atime of '%s' in container "
@@ -821,7 +829,7 @@ static int utimens_wfile(struct fs *fs, struct ctr *c, const char *inner,
 				"of the two, and no 'touch' there takes %s",
 				inner, c->name,
 				ret == -EINVAL ? "a fraction" : "it");
-		meta_forget(fs->meta, c, inner);
+		meta_forget(SITE(c)->meta, c, inner);
 		ret = -EOPNOTSUPP;
 	}
 	return ret;
@@ -841,7 +849,7 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 		return utimens_wfile(fs, c, inner, w, tv);
 	if (S_ISDIR(st->st_mode)) {
 		/* the engine applies both of a directory's entry as given */
-		resolve_times(fs, tv, &st->st_atim, &st->st_mtim, false,
+		resolve_times(c, tv, &st->st_atim, &st->st_mtim, false,
 			      &st->st_atim, &st->st_mtim);
 		return put_dir_attrs(fs, c, inner, st);
 	}
@@ -858,7 +866,7 @@ static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 	if (kept[0].tv_nsec == UTIME_OMIT && kept[1].tv_nsec == UTIME_OMIT)
 		return 0;
 	tv = kept;
-	resolve_times(fs, tv, &st->st_atim, &st->st_mtim, true, &at, &mt);
+	resolve_times(c, tv, &st->st_atim, &st->st_mtim, true, &at, &mt);
 	same = at.tv_sec == mt.tv_sec && at.tv_nsec == mt.tv_nsec &&
 	       tv[0].tv_nsec != UTIME_OMIT && tv[1].tv_nsec != UTIME_OMIT;
 	if (same) {
@@ -903,14 +911,14 @@ static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
 		/* an empty file of the same name, mode and owner: a PUT,
 		 * a new file (which would leave the name's hard links
 		 * their content: those go by the tool) */
-		engine_clock(fs->e, &st->st_mtim);
+		engine_clock(SITE(c)->e, &st->st_mtim);
 		st->st_size = 0;
 		st->st_ino = 0;
 		st->st_nlink = 1;
 		return put_entry(fs, c, inner, st, NULL, false);
 	}
 	st->st_size = size;
-	engine_clock(fs->e, &st->st_mtim);
+	engine_clock(SITE(c)->e, &st->st_mtim);
 	snprintf(n, sizeof(n), "%lld", (long long)size);
 	{
 		const char *argv[] = {"truncate", "-s", n, "--", inner, NULL};

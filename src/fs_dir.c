@@ -20,22 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fill_root(struct fs *fs, void *buf, fuse_fill_dir_t filler)
-{
-	char *names, *p;
-	size_t n;
-	int ret = ctr_names(fs->ctrs, &names, &n);
-
-	if (ret < 0)
-		return ret;
-	p = names;
-	for (size_t i = 0; i < n; i++, p += strlen(p) + 1)
-		if (filler(buf, p, NULL, 0, 0))
-			break;
-	free(names);
-	return 0;
-}
-
 /* An open directory of a container: the names its first readdir took,
  * in order, which the following ones (the kernel asks a page at a time) go
  * on with, so that a change in between neither repeats nor skips a name. */
@@ -64,12 +48,12 @@ static bool plus_attr(struct fs *fs, struct ctr *c, const char *dir,
 	if (S_ISDIR(e->st.st_mode) ||
 	    pathmap_child(dir, e->name, path, sizeof(path)) < 0)
 		return false;
-	w = writer_find(fs->writer, c->id, path);
+	w = writer_find(SITE(c)->writer, c->id, path);
 	if (w) {
 		wfile_put(w);
 		return false;
 	}
-	if (cache_get(fs->cache, c->id, path, &a, raw, sizeof(raw)) < 0 ||
+	if (cache_get(SITE(c)->cache, c->id, path, &a, raw, sizeof(raw)) < 0 ||
 	    (a.st.st_mode & S_IFMT) != (e->st.st_mode & S_IFMT) ||
 	    !(a.flags & CACHE_OWNER) ||
 	    now_mono() - a.validated >= fs->cfg.attr_timeout)
@@ -103,10 +87,10 @@ int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 	if (!c) {
 		filler(buf, ".", NULL, 0, 0);
 		filler(buf, "..", NULL, 0, 0);
-		return fill_root(fs, buf, filler);
+		return sites_fill(fs, path, buf, filler);
 	}
 	if (!dh) {
-		ctr_put(fs->ctrs, c);
+		ctr_put(SITE(c)->ctrs, c);
 		return -EIO;
 	}
 	/* a first read, a rewind, or a container of that name made anew */
@@ -114,9 +98,9 @@ int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		if (dh->have)
 			cache_listing_free(&dh->l);
 		dh->have = false;
-		ret = meta_listing(fs->meta, c, inner, &dh->l);
+		ret = meta_listing(SITE(c)->meta, c, inner, &dh->l);
 		if (ret < 0) {
-			ctr_put(fs->ctrs, c);
+			ctr_put(SITE(c)->ctrs, c);
 			return ret;
 		}
 		dh->have = true;
@@ -138,7 +122,7 @@ int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 			break;
 	}
 out:
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return 0;
 }
 
@@ -153,8 +137,8 @@ int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	fi->fh = 0;
 	if (ret < 0 || !c)
 		return ret;
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
-	ctr_put(fs->ctrs, c);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
+	ctr_put(SITE(c)->ctrs, c);
 	if (ret == 0 && !S_ISDIR(st.st_mode))
 		ret = -ENOTDIR;
 	if (ret == 0) {

@@ -32,20 +32,20 @@ static int open_read(struct fs *fs, struct ctr *c, const char *inner,
 	struct stat st;
 	int ret;
 
-	h->w = writer_find(fs->writer, c->id, inner);
+	h->w = writer_find(SITE(c)->writer, c->id, inner);
 	if (h->w)
 		return 0; /* being written: read what is written */
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -EOPNOTSUPP; /* devices, fifos: no content to stream */
 	if (ret == 0)
-		ret = reader_new(fs->e, fs->meta, c, inner, &h->r);
+		ret = reader_new(SITE(c)->e, SITE(c)->meta, c, inner, &h->r);
 	return ret;
 }
 
-void caller_stat(struct stat *st, mode_t mode)
+void caller_stat(struct ctr *c, struct stat *st, mode_t mode)
 {
 	struct fuse_context *ctx = fuse_get_context();
 
@@ -54,7 +54,7 @@ void caller_stat(struct stat *st, mode_t mode)
 	st->st_uid = ctx->uid;
 	st->st_gid = ctx->gid;
 	st->st_nlink = 1;
-	engine_clock(fs_get()->e, &st->st_mtim);
+	engine_clock(SITE(c)->e, &st->st_mtim);
 }
 
 /* A new entry in a setgid directory takes the directory's group, and a
@@ -73,10 +73,11 @@ void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
 	st->st_gid = pst.st_gid;
 	/* Podman's archive API reports every owner as 0:0: the group as
 	 * the container's stat says (where none runs, the caller's) */
-	if (engine_is_podman(fs->e) &&
-	    agent_owner(fs->e, c->id, parent, &pst.st_uid, &pst.st_gid) < 0)
+	if (engine_quirks(SITE(c)->e)->owners_zero &&
+	    agent_owner(SITE(c)->e, c->id, parent, &pst.st_uid, &pst.st_gid) <
+		0)
 		st->st_gid = fuse_get_context()->gid;
-	else if (engine_is_podman(fs->e))
+	else if (engine_quirks(SITE(c)->e)->owners_zero)
 		st->st_gid = pst.st_gid;
 	if (S_ISDIR(st->st_mode))
 		st->st_mode |= S_ISGID;
@@ -92,12 +93,12 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 	int ret = 0;
 
 	if (create) {
-		caller_stat(&cst, S_IFREG | (mode & 07777));
+		caller_stat(c, &cst, S_IFREG | (mode & 07777));
 		parent_sgid(fs, c, inner, &cst);
-		return writer_open(fs->writer, c, inner, flags | O_TRUNC, NULL,
-				   &cst, &h->w);
+		return writer_open(SITE(c)->writer, c, inner, flags | O_TRUNC,
+				   NULL, &cst, &h->w);
 	}
-	h->w = writer_reopen(fs->writer, c->id, inner);
+	h->w = writer_reopen(SITE(c)->writer, c->id, inner);
 	if (h->w) {
 		if (flags & O_TRUNC)
 			ret = wfile_truncate(h->w, 0);
@@ -109,7 +110,7 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		}
 		return ret;
 	}
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 	if (ret == 0 && S_ISDIR(st.st_mode))
 		ret = -EISDIR;
 	else if (ret == 0 && !S_ISREG(st.st_mode))
@@ -121,8 +122,8 @@ static int open_write(struct fs *fs, struct ctr *c, const char *inner,
 		return 0;
 	}
 	if (ret == 0)
-		ret =
-		    writer_open(fs->writer, c, inner, flags, &st, NULL, &h->w);
+		ret = writer_open(SITE(c)->writer, c, inner, flags, &st, NULL,
+				  &h->w);
 	/* O_TRUNC is a write (FUSE's atomic_o_trunc: the kernel leaves the
 	 * truncate, and so the mode change it would make, to us) */
 	if (ret == 0 && (flags & O_TRUNC))
@@ -152,7 +153,7 @@ struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
 			ret = -EISDIR;
 		if (ret == 0) {
 			ret = open_write(fs, c, inner, h->flags, false, 0, h);
-			ctr_put(fs->ctrs, c);
+			ctr_put(SITE(c)->ctrs, c);
 		}
 		if (ret == -ENOENT) {
 			/* removed in the container since the open: write(2)
@@ -185,7 +186,7 @@ static int open_status(struct fs *fs, struct fuse_file_info *fi)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
-	h->status_len = writer_status(fs->writer, h->status, STATUS_MAX);
+	h->status_len = sites_status(fs, h->status, STATUS_MAX);
 	fi->direct_io = 1;
 	fi->noflush = 1;
 	fi->fh = (uint64_t)(uintptr_t)h;
@@ -210,7 +211,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		return create ? -EACCES : -EISDIR;
 	h = calloc(1, sizeof(*h));
 	if (!h) {
-		ctr_put(fs->ctrs, c);
+		ctr_put(SITE(c)->ctrs, c);
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&h->lock, NULL);
@@ -219,7 +220,7 @@ static int do_open(const char *path, struct fuse_file_info *fi, bool create,
 		ret = open_write(fs, c, inner, fi->flags, create, mode, h);
 	else
 		ret = open_read(fs, c, inner, h);
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	if (ret < 0) {
 		pthread_mutex_destroy(&h->lock);
 		free(h);
@@ -343,7 +344,7 @@ int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 	 * does a deferred open that wrote nothing */
 	if (!w || !h->writes)
 		return 0;
-	if (writer_writeback(fs->writer)) {
+	if (sites_writeback(fs)) {
 		/* queued at this close, committed by write-back; a commit of
 		 * another file of the container that failed since the last
 		 * close said so is said here */
@@ -365,7 +366,7 @@ int ctrfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 	if (!w)
 		return 0;
 	err = wfile_commit(w);
-	if (writer_writeback(fs->writer)) {
+	if (sites_writeback(fs)) {
 		int told = wfile_take_failure(w, true);
 
 		err = err < 0 ? err : told;
@@ -384,9 +385,9 @@ int ctrfs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 
 	if (ret < 0)
 		return ret;
-	ret = writer_sync(fs->writer, c ? c->id : NULL, c ? inner : "/");
+	ret = c ? writer_sync(SITE(c)->writer, c->id, inner) : sites_sync(fs);
 	if (c)
-		ctr_put(fs->ctrs, c);
+		ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 

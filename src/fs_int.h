@@ -26,6 +26,8 @@
 struct cache;
 struct ctr;
 struct ctr_table;
+struct engine;
+struct journal;
 struct meta;
 struct reader;
 struct spool;
@@ -36,13 +38,31 @@ struct writer;
  * can have this name (Docker's start with a letter or a digit) */
 #define STATUS_PATH "/" CTRFS_STATUS_NAME
 
-struct fs {
+/*
+ * One engine of the mount and what is its own (fs_sites.c): with several,
+ * a directory of the root named name. Every container its table lists
+ * points back to it (c->owner): SITE(c) is the site of a container that
+ * resolve() handed out, and the callbacks reach the engine, cache, meta
+ * and writer of a path through it alone.
+ */
+struct site {
+	char name[256];
+	ino_t ino; /* its directory's, with several */
 	struct engine *e;
 	struct cache *cache;
 	struct meta *meta;
 	struct ctr_table *ctrs;
 	struct spool *spool;
 	struct writer *writer;
+	struct journal *journal; /* borrowed, or NULL */
+	bool watched;		 /* its event stream started */
+};
+
+#define SITE(c) ((struct site *)(c)->owner)
+
+struct fs {
+	struct site *sites; /* nsites; more than one: a directory each */
+	size_t nsites;
 	struct fs_config cfg;
 	struct timespec mounted;
 	uid_t uid;
@@ -93,9 +113,39 @@ void link_size(const char *inner, const char *raw, struct stat *st);
 /* Attributes of a path: an open file being written says them itself. */
 int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st);
 
+/* fs_sites.c */
+/* Sets up the mount's sites, one per engine, in fs->sites (the engines
+ * borrowed); 0 or -errno, with what was made torn down by sites_free(). */
+int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n);
+void sites_free(struct fs *fs);
+/* At init (after the fork), at destroy: the event streams and write-back
+ * of every site started, stopped and drained. */
+void sites_start(struct fs *fs);
+void sites_stop(struct fs *fs);
+/* The site a mount path lies in and the path below its directory: with
+ * one engine, the only site and path itself; with several, *s is NULL
+ * for the mount's root, and -ENOENT for a name no engine has. */
+int sites_split(struct fs *fs, const char *path, struct site **s,
+		const char **rest);
+/* The inode number of a path that resolve() gave no container for: the
+ * mount's root (1), or an engine's directory. */
+ino_t sites_ino(struct fs *fs, const char *path);
+/* Fills a listing of such a path: the containers of its engine (an
+ * engine down: none, with several), or the engines' names. */
+int sites_fill(struct fs *fs, const char *path, void *buf,
+	       fuse_fill_dir_t filler);
+/* Every site's write-back status, the container fields prefixed with the
+ * engine's name when there are several; the length written. */
+size_t sites_status(struct fs *fs, char *buf, size_t max);
+/* Write-back's sync of every site (the mount's root, an engine's
+ * directory): 0 or the first -errno. */
+int sites_sync(struct fs *fs);
+/* Whether closes queue for write-back (the same for every site). */
+bool sites_writeback(struct fs *fs);
+
 /* fs_file.c */
-/* A new entry's attributes: mode, the caller's owner, the engine's now. */
-void caller_stat(struct stat *st, mode_t mode);
+/* A new entry's attributes: mode, the caller's owner, c's engine's now. */
+void caller_stat(struct ctr *c, struct stat *st, mode_t mode);
 /* Group (and a directory's setgid bit) from a setgid parent directory. */
 void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
 		 struct stat *st);

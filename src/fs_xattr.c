@@ -90,26 +90,26 @@ static int get_or_list(const char *path, const char *name, char *value,
 	}
 	/* a file being written answers from memory: the kernel asks for
 	 * security.capability before each write() to it */
-	w = writer_find(fs->writer, c->id, inner);
+	w = writer_find(SITE(c)->writer, c->id, inner);
 	if (w) {
 		ret = (int)wfile_getxattr(w, name, value, size);
 		wfile_put(w);
 		goto out_put;
 	}
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 	if (ret < 0)
 		goto out_put;
 	if (!S_ISREG(st.st_mode)) {
 		ret = name ? -ENODATA : 0;
 		goto out_put;
 	}
-	ret = meta_xattrs(fs->meta, c, inner, &st, &pack, &len);
+	ret = meta_xattrs(SITE(c)->meta, c, inner, &st, &pack, &len);
 	if (ret == 0)
 		ret = name ? (int)xattrs_value(pack, len, name, value, size)
 			   : (int)xattrs_names(pack, len, value, size);
 	free(pack);
 out_put:
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 
@@ -134,7 +134,7 @@ static int change_by_copy(struct fs *fs, struct ctr *c, const char *inner,
 	struct stat st;
 	char *pack = NULL;
 	size_t len = 0;
-	int ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	int ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
 
 	if (ret < 0)
 		return ret;
@@ -144,7 +144,7 @@ static int change_by_copy(struct fs *fs, struct ctr *c, const char *inner,
 			name, inner, c->name);
 		return -EOPNOTSUPP;
 	}
-	ret = meta_xattrs(fs->meta, c, inner, &st, &pack, &len);
+	ret = meta_xattrs(SITE(c)->meta, c, inner, &st, &pack, &len);
 	if (ret == 0)
 		ret = xattrs_edit(&pack, &len, name, value, size, flags);
 	free(pack);
@@ -159,7 +159,7 @@ static int change_by_copy(struct fs *fs, struct ctr *c, const char *inner,
 	}
 	log_dbg("'%s' in container '%s': '%s' set with a copy", inner, c->name,
 		name);
-	ret = writer_open(fs->writer, c, inner, O_WRONLY, &st, NULL, &w);
+	ret = writer_open(SITE(c)->writer, c, inner, O_WRONLY, &st, NULL, &w);
 	if (ret < 0)
 		return ret;
 	ret = wfile_setxattr(w, name, value, size, flags);
@@ -192,7 +192,7 @@ static int change(const char *path, const char *name, const char *value,
 		ret = -EOPNOTSUPP;
 		goto out_put;
 	}
-	w = writer_find(fs->writer, c->id, inner);
+	w = writer_find(SITE(c)->writer, c->id, inner);
 	if (w) {
 		ret = wfile_setxattr(w, name, value, size, flags);
 		wfile_put(w);
@@ -200,7 +200,7 @@ static int change(const char *path, const char *name, const char *value,
 		ret = change_by_copy(fs, c, inner, name, value, size, flags);
 	}
 out_put:
-	ctr_put(fs->ctrs, c);
+	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
 

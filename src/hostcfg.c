@@ -33,6 +33,22 @@ static void tls_files(struct hostcfg *hc, const char *dir)
 		hc->cert[0] = hc->key[0] = '\0';
 }
 
+/* A context's TLS directory that exists but holds neither a CA nor a
+ * client certificate with its key, or one of those two alone. */
+static bool tls_incomplete(const char *dir)
+{
+	char f[PATH_MAX * 2 + 16];
+	bool ca, cert, key;
+
+	snprintf(f, sizeof(f), "%s/ca.pem", dir);
+	ca = access(f, R_OK) == 0;
+	snprintf(f, sizeof(f), "%s/cert.pem", dir);
+	cert = access(f, R_OK) == 0;
+	snprintf(f, sizeof(f), "%s/key.pem", dir);
+	key = access(f, R_OK) == 0;
+	return cert != key || (!ca && !cert);
+}
+
 static void from_env(struct hostcfg *hc, const char *host)
 {
 	const char *verify = getenv("DOCKER_TLS_VERIFY");
@@ -113,6 +129,15 @@ static int from_context(struct hostcfg *hc, const char *name, char *msg,
 			 json_object_get_string(host));
 		snprintf(tls, sizeof(tls), "%.*s/tls/%s/docker",
 			 (int)(strlen(dir) - strlen("/meta")), dir, de->d_name);
+		if (access(tls, F_OK) == 0 && tls_incomplete(tls)) {
+			snprintf(msg, msglen,
+				 "docker context '%s': TLS files missing in %s "
+				 "(ca.pem, or cert.pem with key.pem)",
+				 name, tls);
+			json_object_put(root);
+			ret = -ENOENT;
+			goto out;
+		}
 		if (access(tls, R_OK) == 0) {
 			hc->tls = true;
 			hc->tls_verify = !(json_object_object_get_ex(
@@ -125,12 +150,72 @@ static int from_context(struct hostcfg *hc, const char *name, char *msg,
 		ret = 0;
 		break;
 	}
-	if (d)
-		closedir(d);
 	if (ret < 0)
 		snprintf(msg, msglen, "no docker context named '%s' in %s",
 			 name, dir);
+out:
+	if (d)
+		closedir(d);
 	return ret;
+}
+
+int hostcfg_context(const char *name, struct hostcfg *hc, char *msg,
+		    size_t msglen)
+{
+	const char *env = getenv("DOCKER_HOST");
+
+	memset(hc, 0, sizeof(*hc));
+	msg[0] = '\0';
+	/* the CLI's own: DOCKER_HOST, else the default socket */
+	if (strcmp(name, "default") == 0) {
+		from_env(hc, env && *env ? env : HOSTCFG_DEFAULT);
+		snprintf(hc->origin, sizeof(hc->origin), "context default");
+		return 0;
+	}
+	return from_context(hc, name, msg, msglen);
+}
+
+int hostcfg_contexts(char **names, size_t *count)
+{
+	char dir[PATH_MAX], meta[PATH_MAX * 2];
+	size_t bytes = 0, n = 0;
+	struct dirent *de;
+	char *buf = NULL;
+	DIR *d;
+
+	config_dir(dir, sizeof(dir));
+	strncat(dir, "/contexts/meta", sizeof(dir) - strlen(dir) - 1);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		struct json_object *root, *v;
+		const char *name;
+		char *nb;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
+			 de->d_name);
+		root = json_object_from_file(meta);
+		if (!root || !json_object_object_get_ex(root, "Name", &v) ||
+		    !json_object_is_type(v, json_type_string)) {
+			json_object_put(root);
+			continue;
+		}
+		name = json_object_get_string(v);
+		nb = realloc(buf, bytes + strlen(name) + 1);
+		if (nb) {
+			buf = nb;
+			memcpy(buf + bytes, name, strlen(name) + 1);
+			bytes += strlen(name) + 1;
+			n++;
+		}
+		json_object_put(root);
+	}
+	if (d)
+		closedir(d);
+	*names = buf;
+	*count = n;
+	return 0;
 }
 
 int hostcfg_resolve(const char *option_host, struct hostcfg *hc, char *msg,

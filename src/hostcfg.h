@@ -29,4 +29,14 @@ struct hostcfg {
 int hostcfg_resolve(const char *option_host, struct hostcfg *hc, char *msg,
 		    size_t msglen);
 
+/* Fills hc from the docker context name ("default": DOCKER_HOST, else
+ * the default socket). 0, or -ENOENT with a message in msg: no such
+ * context, or its TLS directory lacks a file. */
+int hostcfg_context(const char *name, struct hostcfg *hc, char *msg,
+		    size_t msglen);
+
+/* The names of every context in the CLI's config, packed NUL-terminated
+ * in *names (free() it; NULL when none). 0. */
+int hostcfg_contexts(char **names, size_t *count);
+
 #endif

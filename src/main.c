@@ -5,6 +5,7 @@
 #include "engine.h"
 #include "fs.h"
 #include "hostcfg.h"
+#include "hostlist.h"
 #include "journal.h"
 #include "log.h"
 
@@ -27,8 +28,11 @@
 #define DEFAULT_HOST HOSTCFG_DEFAULT
 
 struct options {
-	char *host;
-	char *pos[2]; /* [SOURCE] MOUNTPOINT */
+	char **hosts; /* every -o host, in order */
+	size_t nhosts;
+	char *engines;	 /* -o engines, its names joined by commas */
+	bool in_engines; /* the option before was one of its names */
+	char *pos[2];	 /* [SOURCE] MOUNTPOINT */
 	int npos;
 	int all;
 	int allow_other;
@@ -39,14 +43,15 @@ struct options {
 	char *spool;   /* write-back's journal directory, or NULL */
 };
 
-enum { KEY_ALLOW_OTHER, KEY_DISCARD };
+enum { KEY_ALLOW_OTHER, KEY_DISCARD, KEY_HOST, KEY_ENGINES };
 
 #define OPT(t, p)                                                              \
 	{                                                                      \
 		t, offsetof(struct options, p), 1                              \
 	}
 static const struct fuse_opt ctrfs_opts[] = {
-    OPT("host=%s", host),
+    FUSE_OPT_KEY("host=", KEY_HOST),
+    FUSE_OPT_KEY("engines=", KEY_ENGINES),
     OPT("all", all),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("timeout=%u", timeout),
@@ -64,12 +69,55 @@ static const struct fuse_opt ctrfs_opts[] = {
     FUSE_OPT_END,
 };
 
+/* Appends an engine URL to o's list; 0 or -1. */
+static int add_host(struct options *o, const char *url)
+{
+	char **nh = realloc(o->hosts, (o->nhosts + 1) * sizeof(*nh));
+
+	if (!nh)
+		return -1;
+	o->hosts = nh;
+	nh[o->nhosts] = strdup(url);
+	if (!nh[o->nhosts])
+		return -1;
+	o->nhosts++;
+	return 0;
+}
+
+/* Appends an engine's name to o's list; 0 or -1. */
+static int add_engine(struct options *o, const char *name)
+{
+	size_t have = o->engines ? strlen(o->engines) + 1 : 0;
+	char *ne = realloc(o->engines, have + strlen(name) + 1);
+
+	if (!ne)
+		return -1;
+	if (have)
+		ne[have - 1] = ',';
+	strcpy(ne + have, name);
+	o->engines = ne;
+	o->in_engines = true;
+	return 0;
+}
+
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
 {
 	struct options *o = data;
+	bool in_engines = o->in_engines;
 
+	o->in_engines = false;
 	switch (key) {
+	case KEY_ENGINES:
+		return add_engine(o, arg + strlen("engines="));
+	case FUSE_OPT_KEY_OPT:
+		/* FUSE splits -o engines=a,b at its comma: the words after
+		 * it, up to an option with a value, are more names */
+		if (in_engines && arg[0] != '-' && !strchr(arg, '='))
+			return add_engine(o, arg);
+		return 1;
+	case KEY_HOST:
+		return add_host(o, arg + strlen("host="));
 	case FUSE_OPT_KEY_NONOPT:
 		if (o->npos == 2) {
 			fprintf(stderr, "ctrfs: too many arguments: '%s'\n",
@@ -99,7 +147,16 @@ static void usage(const char *prog)
 	    " or https://\n"
 	    "                           (default: $DOCKER_HOST, else the "
 	    "docker CLI's\n"
-	    "                           context, else %s)\n"
+	    "                           context, else %s);\n"
+	    "                           more than once: several engines, a "
+	    "directory\n"
+	    "                           each (host-port, or the socket's name"
+	    "\n"
+	    "                           without .sock)\n"
+	    "    -o engines=NAME,...    docker contexts (all: every one), a "
+	    "directory\n"
+	    "                           each, -o host too (last in an -o "
+	    "list)\n"
 	    "    -o all                 also show stopped containers "
 	    "(default: running only)\n"
 	    "    -o attr_timeout=SECS   how long metadata is trusted "
@@ -242,6 +299,78 @@ static int print_status(const char *mnt)
 	return failed ? 2 : pending ? 1 : 0;
 }
 
+/* The engines to serve: one as hostcfg.c finds it (its name unused), or
+ * the list of -o engines and the -o host given more than once. 0, or 2
+ * (the reasons said on stderr). */
+static int engines_list(const struct options *o, struct hostlist_engine **hl,
+			size_t *n)
+{
+	char msg[PATH_MAX + 512];
+
+	if (o->engines || o->nhosts > 1)
+		return hostlist_build(o->engines, o->hosts, o->nhosts, hl, n) <
+			       0
+			   ? 2
+			   : 0;
+	*hl = calloc(1, sizeof(**hl));
+	if (!*hl)
+		return 1;
+	*n = 1;
+	if (hostcfg_resolve(o->nhosts ? o->hosts[0] : NULL, &(*hl)->hc, msg,
+			    sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * One engine made, pinged and its journal replayed (files an earlier
+ * mount that died left pending go in, or to the rescue directory, before
+ * anything new is written) and started: fe's engine and journal, freed by
+ * the caller whatever the outcome. 0, or 2 with the reason on stderr.
+ */
+static int engine_open(const struct hostcfg *hc, const struct options *o,
+		       struct fs_engine *fe)
+{
+	char msg[PATH_MAX + 512];
+
+	if (engine_new(hc, o->timeout, &fe->e) < 0) {
+		fprintf(stderr,
+			"ctrfs: cannot connect to engine at %s: "
+			"unsupported URL\n",
+			hc->url);
+		return 2;
+	}
+	if (check_socket(hc->url, msg, sizeof(msg)) < 0 ||
+	    engine_ping(fe->e, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		return 2;
+	}
+	log_dbg("%s", msg);
+	if (journal_open(o->spool, o->writeback > 0, hc->url, &fe->journal, msg,
+			 sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		return 2;
+	}
+	if (fe->journal)
+		journal_replay(fe->journal, fe->e);
+	if (fe->journal && o->writeback > 0 &&
+	    journal_start(fe->journal, msg, sizeof(msg)) < 0) {
+		fprintf(stderr, "ctrfs: %s\n", msg);
+		return 2;
+	}
+	/* said once the start is sure: a refused start says one line */
+	if (engine_quirks(fe->e)->owners_zero)
+		fprintf(stderr,
+			"ctrfs: the engine%s%s is Podman: its archive API "
+			"reports every owner as 0:0, and ctrfs shows what it "
+			"reports\n",
+			fe->name && *fe->name ? " " : "",
+			fe->name ? fe->name : "");
+	return 0;
+}
+
 /* Start-up in the order it must happen (options, engine, version, mount),
  * read top to bottom with one exit path: longer than a screen on purpose,
  * each step's failure an exit status of its own. */
@@ -252,11 +381,9 @@ int main(int argc, char *argv[])
 	    .attr_timeout = 1.0, .timeout = 30, .mem_spool = -1};
 	struct fuse_cmdline_opts co;
 	struct fs_config cfg;
-	struct engine *e = NULL;
-	struct journal *jn = NULL;
-	struct hostcfg hc;
-	const char *host;
-	char msg[PATH_MAX + 512];
+	struct hostlist_engine *hl = NULL;
+	struct fs_engine *fe = NULL;
+	size_t i = 0, n = 0;
 	int ret = 1;
 
 	setlocale(LC_CTYPE, "C.UTF-8");
@@ -282,8 +409,9 @@ int main(int argc, char *argv[])
 	/* "ctrfs SOURCE MOUNTPOINT" is how mount(8) and fstab call us: a
 	 * SOURCE that is an engine URL selects the engine, any other (e.g.
 	 * "docker") means the default one */
-	if (o.npos == 2 && !o.host && strstr(o.pos[0], "://"))
-		o.host = strdup(o.pos[0]);
+	if (o.npos == 2 && !o.nhosts && strstr(o.pos[0], "://") &&
+	    add_host(&o, o.pos[0]) < 0)
+		goto out_args;
 	if (o.npos > 0 && fuse_opt_add_arg(&args, o.pos[o.npos - 1]) != 0)
 		goto out_args;
 	if (fuse_parse_cmdline(&args, &co) != 0) {
@@ -317,51 +445,21 @@ int main(int argc, char *argv[])
 	}
 	log_init(true, co.debug);
 
-	if (hostcfg_resolve(o.host, &hc, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "ctrfs: %s\n", msg);
-		ret = 2;
+	ret = engines_list(&o, &hl, &n);
+	if (ret)
 		goto out_cmdline;
+	fe = calloc(n, sizeof(*fe));
+	if (!fe) {
+		ret = 1;
+		goto out_list;
 	}
-	host = hc.url;
 	curl_global_init(CURL_GLOBAL_ALL);
-	ret = engine_new(&hc, o.timeout, &e);
-	if (ret < 0) {
-		fprintf(stderr,
-			"ctrfs: cannot connect to engine at %s: "
-			"unsupported URL\n",
-			host);
-		ret = 2;
-		goto out_curl;
+	for (i = 0; i < n; i++) {
+		fe[i].name = hl[i].name;
+		ret = engine_open(&hl[i].hc, &o, &fe[i]);
+		if (ret)
+			goto out_engines;
 	}
-	if (check_socket(host, msg, sizeof(msg)) < 0 ||
-	    engine_ping(e, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "ctrfs: %s\n", msg);
-		ret = 2;
-		goto out_engine;
-	}
-	log_dbg("%s", msg);
-
-	/* files an earlier mount that died left pending go in (or to the
-	 * rescue directory) before anything new is written */
-	if (journal_open(o.spool, o.writeback > 0, host, &jn, msg,
-			 sizeof(msg)) < 0) {
-		fprintf(stderr, "ctrfs: %s\n", msg);
-		ret = 2;
-		goto out_engine;
-	}
-	if (jn)
-		journal_replay(jn, e);
-	if (jn && o.writeback > 0 && journal_start(jn, msg, sizeof(msg)) < 0) {
-		fprintf(stderr, "ctrfs: %s\n", msg);
-		ret = 2;
-		goto out_journal;
-	}
-
-	/* said once the start is sure: a refused start says one line */
-	if (engine_quirks(e)->owners_zero)
-		fprintf(stderr, "ctrfs: the engine is Podman: its archive API "
-				"reports every owner as 0:0, and ctrfs shows "
-				"what it reports\n");
 
 	fuse_opt_add_arg(&args, "-osubtype=ctrfs,fsname=ctrfs");
 	if (o.allow_other)
@@ -370,22 +468,29 @@ int main(int argc, char *argv[])
 	cfg.attr_timeout = o.attr_timeout;
 	cfg.idle_close = 2.0;
 	cfg.writeback = o.writeback;
-	cfg.journal = o.writeback > 0 ? jn : NULL;
 	cfg.mem_spool = o.mem_spool >= 0 ? (long long)o.mem_spool << 20
 					 : default_mem_spool();
 	ret = fs_main(args.argc, args.argv, co.mountpoint, co.foreground,
-		      co.debug, co.singlethread, co.max_idle_threads, e, &cfg);
-out_journal:
-	journal_free(jn);
-out_engine:
-	engine_free(e);
-out_curl:
+		      co.debug, co.singlethread, co.max_idle_threads, fe, n,
+		      &cfg);
+out_engines:
+	/* engines opened, and the one that failed halfway */
+	for (size_t k = 0; k < n && k <= i; k++) {
+		journal_free(fe[k].journal);
+		engine_free(fe[k].e);
+	}
 	curl_global_cleanup();
+	free(fe);
+out_list:
+	free(hl);
 out_cmdline:
 	free(co.mountpoint);
 out_args:
 	fuse_opt_free_args(&args);
-	free(o.host);
+	for (i = 0; i < o.nhosts; i++)
+		free(o.hosts[i]);
+	free(o.hosts);
+	free(o.engines);
 	free(o.spool);
 	free(o.pos[0]);
 	free(o.pos[1]);

@@ -6,8 +6,10 @@
  * directory (DOCKER_CONFIG and HOME) and no DOCKER_* variables.
  */
 #include "hostcfg.h"
+#include "hostlist.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -435,6 +437,112 @@ static void test_docker_host_over_docker_context(void)
 	CHECK_STR(msg, "");
 }
 
+/* A context whose TLS directory lacks a file is refused by name; one
+ * with the CA alone is not (the server checked, no client certificate). */
+static void test_context_tls_incomplete(void)
+{
+	struct hostcfg hc;
+	char msg[512];
+
+	reset();
+	write_contexts("false");
+	write_file("contexts/tls/" REMOTE_DIR "/docker/cert.pem", "x\n");
+	CHECK_INT(hostcfg_context("remote", &hc, msg, sizeof(msg)), -ENOENT);
+	CHECK(strstr(msg, "'remote'") != NULL);
+	CHECK(strstr(msg, "TLS files missing") != NULL);
+	write_file("contexts/tls/" REMOTE_DIR "/docker/key.pem", "x\n");
+	CHECK_INT(hostcfg_context("remote", &hc, msg, sizeof(msg)), 0);
+	reset();
+	write_contexts("false");
+	make_dirs("contexts/tls/" REMOTE_DIR "/docker");
+	CHECK_INT(hostcfg_context("remote", &hc, msg, sizeof(msg)), -ENOENT);
+	write_file("contexts/tls/" REMOTE_DIR "/docker/ca.pem", "x\n");
+	CHECK_INT(hostcfg_context("remote", &hc, msg, sizeof(msg)), 0);
+	CHECK(hc.tls);
+}
+
+/* Every context's name, damaged files skipped; "default" is the CLI's. */
+static void test_contexts_listed(void)
+{
+	struct hostcfg hc;
+	char *names, msg[256];
+	size_t n;
+
+	reset();
+	write_contexts("false");
+	write_file("contexts/meta/ccc/meta.json", "{\"Name\":7}");
+	CHECK_INT(hostcfg_contexts(&names, &n), 0);
+	CHECK_INT(n, 2);
+	if (n == 2) {
+		bool other = strcmp(names, "other") == 0;
+
+		CHECK_STR(names, other ? "other" : "remote");
+		CHECK_STR(names + strlen(names) + 1,
+			  other ? "remote" : "other");
+	}
+	free(names);
+	setenv("DOCKER_HOST", "tcp://10.1.2.3:2375", 1);
+	CHECK_INT(hostcfg_context("default", &hc, msg, sizeof(msg)), 0);
+	CHECK_STR(hc.url, "tcp://10.1.2.3:2375");
+}
+
+/* An engine's directory name from its URL. */
+static void test_url_names(void)
+{
+	char name[256];
+
+	CHECK_INT(hostlist_url_name("unix:///var/run/docker.sock", name,
+				    sizeof(name)),
+		  0);
+	CHECK_STR(name, "docker");
+	CHECK_INT(hostlist_url_name("unix:///run/user/1000/podman/podman.sock",
+				    name, sizeof(name)),
+		  0);
+	CHECK_STR(name, "podman");
+	CHECK_INT(hostlist_url_name("unix:///tmp/engine", name, sizeof(name)),
+		  0);
+	CHECK_STR(name, "engine");
+	CHECK_INT(hostlist_url_name("tcp://10.0.0.5:2376", name, sizeof(name)),
+		  0);
+	CHECK_STR(name, "10.0.0.5-2376");
+	CHECK_INT(hostlist_url_name("https://build.example:2376/", name,
+				    sizeof(name)),
+		  0);
+	CHECK_STR(name, "build.example-2376");
+	CHECK_INT(hostlist_url_name("tcp://[::1]:2375", name, sizeof(name)), 0);
+	CHECK_STR(name, "--1-2375");
+	CHECK_INT(hostlist_url_name("unix:///tmp/.sock", name, sizeof(name)),
+		  -EINVAL);
+	CHECK_INT(hostlist_url_name("unix:///tmp/", name, sizeof(name)),
+		  -EINVAL);
+}
+
+/* Two engines of one name, and a context that is not there: refused. */
+static void test_list_refusals(void)
+{
+	struct hostlist_engine *l = NULL;
+	char *same[] = {"unix:///a/docker.sock", "unix:///b/docker.sock"};
+	char *two[] = {"unix:///a/docker.sock", "tcp://10.0.0.5:2376"};
+	size_t n = 0;
+
+	reset();
+	write_contexts("false");
+	CHECK_INT(hostlist_build(NULL, same, 2, &l, &n), -EINVAL);
+	CHECK_INT(hostlist_build("remote,nosuch", NULL, 0, &l, &n), -EINVAL);
+	CHECK_INT(hostlist_build("remote", two, 2, &l, &n), 0);
+	CHECK_INT(n, 3);
+	if (n == 3) {
+		CHECK_STR(l[0].name, "remote");
+		CHECK_STR(l[0].hc.url, "tcp://10.0.0.1:2376");
+		CHECK_STR(l[1].name, "docker");
+		CHECK_STR(l[2].name, "10.0.0.5-2376");
+	}
+	free(l);
+	CHECK_INT(hostlist_build("all", NULL, 0, &l, &n), 0);
+	CHECK_INT(n, 2);
+	free(l);
+}
+
 int main(void)
 {
 	int status;
@@ -458,6 +566,10 @@ int main(void)
 	test_docker_context_overrides_current();
 	test_docker_context_default();
 	test_docker_context_missing();
+	test_context_tls_incomplete();
+	test_contexts_listed();
+	test_url_names();
+	test_list_refusals();
 	test_docker_context_missing_no_dir();
 	test_damaged_context_files();
 	test_docker_host_over_docker_context();
