@@ -114,7 +114,10 @@ int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		if (dh->have)
 			cache_listing_free(&dh->l);
 		dh->have = false;
-		ret = meta_listing(fs->meta, c, inner, &dh->l);
+		/* a pending new directory: what is pending in it */
+		ret = writer_listing(fs->writer, c->id, inner, &dh->l);
+		if (ret == 0)
+			ret = meta_listing(fs->meta, c, inner, &dh->l);
 		if (ret < 0) {
 			ctr_put(fs->ctrs, c);
 			return ret;
@@ -153,7 +156,7 @@ int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	fi->fh = 0;
 	if (ret < 0 || !c)
 		return ret;
-	ret = meta_getattr(fs->meta, c, inner, &st, NULL, 0);
+	ret = stat_path(fs, c, inner, &st); /* a pending one too */
 	ctr_put(fs->ctrs, c);
 	if (ret == 0 && !S_ISDIR(st.st_mode))
 		ret = -ENOTDIR;

@@ -86,8 +86,21 @@ void writer_wb_rescue_locked(struct wfile *f)
 {
 	char where[PATH_MAX + 64];
 	int n = atomic_load(&f->attempts), err = atomic_load(&f->last_err);
-	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
-			       sizeof(where));
+	int ret;
+
+	if (f->fd < 0) { /* a directory or a symlink: no data to keep */
+		wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
+				 strerror(err < 0 ? -err : EIO), NULL);
+		log_err("gave up making '%s' in container '%s' after %d %s: "
+			"%s",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			strerror(err < 0 ? -err : EIO));
+		journal_drop(f->w->journal, f->jent);
+		f->dirty = false;
+		return;
+	}
+	ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
+			   sizeof(where));
 
 	wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
 			 strerror(err < 0 ? -err : EIO),
@@ -175,7 +188,13 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		free(items);
 		return;
 	}
+	/* a directory's entry after what is below it (its times last), at
+	 * a directory the container has */
+	writer_sort_children_first(fs, n);
 	common_parent(fs, n, dir, sizeof(dir));
+	pthread_mutex_lock(&w->lock);
+	writer_put_dir_locked(w, fs[0]->ctr.id, dir, dir, sizeof(dir));
+	pthread_mutex_unlock(&w->lock);
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	for (size_t i = 0; i < n; i++) {
 		items[i].f = fs[i];
@@ -196,7 +215,8 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		    (ret == -ETIMEDOUT || engine_down(w->e)))
 			w->drain_gone = true;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = n; i-- > 0;) {
+		/* parents first: a new directory's listing, then its names */
 		struct wfile *f = fs[i];
 
 		if (ret == 0) {
@@ -482,7 +502,8 @@ size_t writer_status(struct writer *w, char *buf, size_t max)
 					 f->ctr.name);
 			writer_stat_locked(f, &st);
 			pends[k].files++;
-			pends[k].bytes += (long long)st.st_size;
+			if (S_ISREG(st.st_mode)) /* entries have no data */
+				pends[k].bytes += (long long)st.st_size;
 			if (err < 0)
 				status_add(buf, &len, max,
 					   "retrying\t%s\t%s\t%s\n",

@@ -258,3 +258,82 @@ def test_cp_a_lands_each_file_once_with_its_attributes(mount, container, tmp_pat
     files = sorted(landed(log))
     want = sorted("/cp/t/" + k for k, v in host_tree(str(src)).items() if v["type"] == "file")
     assert files == want, f"{len(files)} files landed for {nfiles}: {files[:6]}"
+
+
+def calls(log, method):
+    """The engine calls of a method the -d log shows (HEAD, PUT, GET)."""
+    return len(re.findall(rf"engine: {method} \S+ -> ", log))
+
+
+def check_entries_exact(c, src, top):
+    """Every directory and symlink of src as the container's stat says it
+    under top: mode, owner and mtime."""
+    bad = {}
+    for p in [src] + sorted(src.rglob("*")):
+        st = os.lstat(p)
+        if not (os.path.isdir(p) and not os.path.islink(p)) and not os.path.islink(p):
+            continue
+        rel = os.path.relpath(p, src)
+        got = c.stat(os.path.normpath(f"{top}/{rel}"))
+        want = {"perm": st.st_mode & 0o7777 if not os.path.islink(p) else got["perm"],
+                "uid": st.st_uid, "gid": st.st_gid, "mtime": int(st.st_mtime)}
+        have = {k: got[k] for k in want}
+        if have != want:
+            bad[rel] = (have, want)
+    assert not bad, bad
+
+
+def check_batched(log):
+    """The tree went in the write-back batches alone: one PUT per batch,
+    a handful of them, no directory or symlink made or changed by a PUT or
+    a shell line of its own, no exec."""
+    batches = len(re.findall(r"write-back: \d+ files in '[^']*' with one PUT", log))
+    puts = calls(log, "PUT")
+    assert 1 <= batches <= 2 and puts <= batches, f"{puts} PUTs for {batches} batches"
+    assert re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log) == []
+    assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) == 0
+
+
+def test_rsync_a_tree_goes_in_the_batch_puts_alone(mount, container, tmp_path):
+    """rsync -a of a tree with nested directories and symlinks: mkdir,
+    symlink and the directories' modes and times are pending entries that
+    ride in the batch PUT with the files (each directory's entry after its
+    files, so its mtime is the last word); lookups of the new names ask
+    nothing of the engine. Exact in the container after `sync DIR`."""
+    c, src, nfiles, log = copy_and_sync(mount, container, tmp_path, "rsync")
+    check_batched(log)
+    check_entries_exact(c, src, "/cp/t")
+    assert calls(log, "HEAD") <= 4, calls(log, "HEAD")
+
+
+def test_cp_a_tree_goes_in_the_batch_puts_alone(mount, container, tmp_path):
+    """The same for cp -a, which sets each directory's times, owner and
+    mode after its files, and each symlink's owner and times."""
+    c, src, nfiles, log = copy_and_sync(mount, container, tmp_path, "cp")
+    check_batched(log)
+    check_entries_exact(c, src, "/cp/t")
+    assert calls(log, "HEAD") <= 4, calls(log, "HEAD")
+
+
+def test_pending_directories_are_listed_read_and_counted(mount, container):
+    """A pending directory and symlink are seen through the mount before
+    they are in the container (stat, readlink, listing), counted by
+    `ctrfs --status`, and land with `sync DIR`."""
+    c = container()
+    c.sh("mkdir /pd")
+    m = mount("-o", "writeback=30")
+    os.makedirs(m.p(c, "/pd/a/b"))
+    os.symlink("b/x", m.p(c, "/pd/a/ln"))
+    with open(m.p(c, "/pd/a/b/x"), "wb") as f:
+        f.write(b"x" * 10)
+    os.chmod(m.p(c, "/pd/a"), 0o711)
+    assert c.sh("test -e /pd/a && echo there || echo absent").strip() == b"absent"
+    assert sorted(os.listdir(m.p(c, "/pd/a"))) == ["b", "ln"]
+    assert os.readlink(m.p(c, "/pd/a/ln")) == "b/x"
+    assert os.stat(m.p(c, "/pd/a")).st_mode & 0o7777 == 0o711
+    assert status(m) == (1, [["pending", c.name, "4", "10"]])
+    assert fsync_path(m.p(c, "/pd")) is None
+    assert status(m) == (0, [])
+    assert c.stat("/pd/a")["perm"] == 0o711
+    assert c.exec("readlink", "/pd/a/ln") == b"b/x\n"
+    assert c.exec("cat", "/pd/a/b/x") == b"x" * 10
