@@ -311,6 +311,7 @@ int wfile_commit(struct wfile *f)
 	pthread_mutex_lock(&f->w->lock);
 	writer_put_dir_locked(f->w, f->ctr.id, parent, parent, sizeof(parent));
 	pthread_mutex_unlock(&f->w->lock);
+	writer_fit_links(&f, 1, parent, sizeof(parent));
 	me.name = f->path + (strcmp(parent, "/") == 0 ? 1 : strlen(parent) + 1);
 	ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;

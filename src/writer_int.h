@@ -141,6 +141,10 @@ void writer_commit_landed(struct wfile *f, long t0);
  * be dir). */
 void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 			   const char *dir, char *out, size_t len);
+/* writer_pending.c. Moves dir (len bytes) up until no symlink entry
+ * among the n wfiles below it has a target that climbs above it (the
+ * engine refuses those). */
+void writer_fit_links(struct wfile **fs, size_t n, char *dir, size_t len);
 /* writer_pending.c. Orders n wfiles as their entries go in a tar: every
  * name after those below it (children first). */
 void writer_sort_children_first(struct wfile **fs, size_t n);

@@ -269,6 +269,48 @@ void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 		pathmap_parent(out, out, len);
 }
 
+/* Whether a symlink at name (relative to the PUT's directory) to the
+ * relative target climbs above that directory: the engine refuses such a
+ * link (a breakout), and with it the whole PUT. */
+static bool climbs(const char *name, const char *target)
+{
+	long depth = 0;
+
+	if (target[0] == '/')
+		return false;
+	for (const char *p = name; (p = strchr(p, '/')); p++)
+		depth++;
+	for (const char *p = target; *p;) {
+		size_t len = strcspn(p, "/");
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			depth--;
+		else if (len && !(len == 1 && p[0] == '.'))
+			depth++;
+		if (depth < 0)
+			return true;
+		p += len;
+		p += *p == '/';
+	}
+	return false;
+}
+
+void writer_fit_links(struct wfile **fs, size_t n, char *dir, size_t len)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t dlen;
+
+		if (!fs[i]->link)
+			continue;
+		dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+		while (strcmp(dir, "/") != 0 &&
+		       climbs(fs[i]->path + dlen, fs[i]->link)) {
+			pathmap_parent(dir, dir, len);
+			dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
+		}
+	}
+}
+
 /* A name sorts before its own prefix: "a/b" before "a" (the end of a name
  * weighs more than any byte). */
 static int children_first(const void *a, const void *b)

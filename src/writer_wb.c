@@ -195,6 +195,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 	pthread_mutex_lock(&w->lock);
 	writer_put_dir_locked(w, fs[0]->ctr.id, dir, dir, sizeof(dir));
 	pthread_mutex_unlock(&w->lock);
+	writer_fit_links(fs, n, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	for (size_t i = 0; i < n; i++) {
 		items[i].f = fs[i];

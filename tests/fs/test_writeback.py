@@ -324,16 +324,20 @@ def test_pending_directories_are_listed_read_and_counted(mount, container):
     m = mount("-o", "writeback=30")
     os.makedirs(m.p(c, "/pd/a/b"))
     os.symlink("b/x", m.p(c, "/pd/a/ln"))
+    # a target above the batch's directory: the engine refuses such a
+    # link in a PUT at /pd, and with it the whole tar
+    os.symlink("../../etc/hostname", m.p(c, "/pd/a/up"))
     with open(m.p(c, "/pd/a/b/x"), "wb") as f:
         f.write(b"x" * 10)
     os.chmod(m.p(c, "/pd/a"), 0o711)
     assert c.sh("test -e /pd/a && echo there || echo absent").strip() == b"absent"
-    assert sorted(os.listdir(m.p(c, "/pd/a"))) == ["b", "ln"]
+    assert sorted(os.listdir(m.p(c, "/pd/a"))) == ["b", "ln", "up"]
     assert os.readlink(m.p(c, "/pd/a/ln")) == "b/x"
     assert os.stat(m.p(c, "/pd/a")).st_mode & 0o7777 == 0o711
-    assert status(m) == (1, [["pending", c.name, "4", "10"]])
+    assert status(m) == (1, [["pending", c.name, "5", "10"]])
     assert fsync_path(m.p(c, "/pd")) is None
     assert status(m) == (0, [])
     assert c.stat("/pd/a")["perm"] == 0o711
     assert c.exec("readlink", "/pd/a/ln") == b"b/x\n"
+    assert c.exec("readlink", "/pd/a/up") == b"../../etc/hostname\n"
     assert c.exec("cat", "/pd/a/b/x") == b"x" * 10
