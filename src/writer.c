@@ -661,7 +661,8 @@ struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
 		    (ctr_id && strcmp(f->ctr.id, ctr_id) != 0) ||
 		    (!below(f->path, dir, dlen, deep) &&
 		     /* deep: dir's own entry too (a directory pending) */
-		     !(deep && strlen(f->path) == dlen &&
+		     !(deep && f->fd < 0 && S_ISDIR(f->st.st_mode) &&
+		       strlen(f->path) == dlen &&
 		       strncmp(f->path, dir, dlen) == 0)))
 			continue;
 		if (*n == cap) {

@@ -264,7 +264,8 @@ void writer_touch_parent(struct writer *w, const char *ctr_id, const char *path)
 void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 			   const char *dir, char *out, size_t len)
 {
-	snprintf(out, len, "%s", dir);
+	if (out != dir)
+		snprintf(out, len, "%s", dir);
 	while (strcmp(out, "/") != 0 && new_dir_locked(w, ctr_id, out))
 		pathmap_parent(out, out, len);
 }

@@ -395,7 +395,7 @@ static int settle_list(struct writer *w, struct wfile **list, size_t n,
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep)
 {
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n, skip = 0;
 	struct wfile **list;
 
 	if (!w->flusher_started)
@@ -408,7 +408,27 @@ bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 	 * leaves them their delay */
 	list =
 	    writer_collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
+	if (!deep) {
+		/* directories and symlinks pending in dir are left to their
+		 * batch: a look at dir (the kernel's, after each mkdir in it)
+		 * would else send every pending thing of the container */
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct wfile *f = list[i];
+
+			/* the entries to the end, put after */
+			if (!wfile_is_entry(f)) {
+				list[i] = list[k];
+				list[k++] = f;
+			}
+		}
+		skip = n - k;
+		n = k;
+	}
 	settle_list(w, list, n, false);
+	for (size_t i = n; i < n + skip; i++)
+		wfile_put(list[i]);
 	free(list);
 	return n > 0;
 }
