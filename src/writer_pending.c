@@ -110,6 +110,23 @@ int writer_mkentry(struct writer *w, const struct ctr *c, const char *path,
 	return 0;
 }
 
+/* Whether something is pending directly in dir. */
+static bool holds_pending(struct writer *w, const char *ctr_id, const char *dir)
+{
+	size_t dlen = strlen(dir);
+	bool found = false;
+
+	pthread_mutex_lock(&w->lock);
+	for (struct wfile *f = w->files; f && !found; f = f->next)
+		found = !f->unlinked && (f->pending || f->flushing) &&
+			strcmp(f->ctr.id, ctr_id) == 0 &&
+			strncmp(f->path, dir, dlen) == 0 &&
+			f->path[dlen] == '/' &&
+			!strchr(f->path + dlen + 1, '/');
+	pthread_mutex_unlock(&w->lock);
+	return found;
+}
+
 struct wfile *writer_dir_entry(struct writer *w, struct ctr *c,
 			       const char *path)
 {
@@ -131,6 +148,10 @@ struct wfile *writer_dir_entry(struct writer *w, struct ctr *c,
 	if (!f)
 		return NULL;
 	f->in_container = true;
+	if (holds_pending(w, c->id, path))
+		/* what lands in it before its entry moves its mtime: as the
+		 * names were made, not as the container had it before */
+		engine_clock(w->e, &f->st.st_mtim);
 	if (entry_list(w, f) < 0) {
 		writer_wfile_free(f);
 		return writer_find(w, c->id, path); /* made meanwhile */

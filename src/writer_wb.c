@@ -382,9 +382,10 @@ static int settle_list(struct writer *w, struct wfile **list, size_t n,
 			if (f->error)
 				ret = f->error;
 			else if (f->dirty && !f->unlinked)
-				ret = atomic_load(&f->last_err) < 0
-					  ? atomic_load(&f->last_err)
-					  : -EIO;
+				/* its try failed; dirty with no failure is a
+				 * change made since its try (a chmod or touch
+				 * that met the PUT), queued again: no error */
+				ret = atomic_load(&f->last_err);
 			pthread_mutex_unlock(&f->lock);
 		}
 		wfile_put(f); /* a failed one is queued again here */
