@@ -291,6 +291,8 @@ int ctrfs_link(const char *from, const char *to)
 		snprintf(dir, sizeof(dir), "/");
 	else
 		pathmap_common(ifrom, ito, dir, sizeof(dir));
+	/* write-back: the file and the directories the PUT needs first */
+	writer_settle(fs->writer, c->id, dir, true);
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	memset(&te, 0, sizeof(te));
 	te.name = ito + dlen;

@@ -349,3 +349,22 @@ def test_pending_directories_are_listed_read_and_counted(mount, container):
     assert c.exec("readlink", "/pd/a/ln") == b"b/x\n"
     assert c.exec("readlink", "/pd/a/up") == b"../../etc/hostname\n"
     assert c.exec("cat", "/pd/a/b/x") == b"x" * 10
+
+
+def test_cp_a_hard_link_into_a_pending_directory(mount, container, tmp_path):
+    """A hard link made by a PUT at its names' directory: when that
+    directory (and the file) are still pending, they go first, so cp -a of
+    a tree with two names of one file succeeds, and the container holds one
+    file under both."""
+    c = container()
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "a").write_bytes(b"hello\n")
+    os.link(src / "d" / "a", src / "d" / "b")
+    c.sh("mkdir /hl")
+    m = mount("-o", "writeback=30")
+    run_tool("cp", "-a", src, m.p(c, "/hl/t"))
+    assert fsync_path(m.p(c, "/hl")) is None
+    ino = c.sh("stat -c %i /hl/t/d/a /hl/t/d/b").split()
+    assert len(ino) == 2 and ino[0] == ino[1], ino
+    assert c.exec("cat", "/hl/t/d/b") == b"hello\n"
