@@ -101,7 +101,39 @@ int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st)
 		wfile_put(w);
 		return 0;
 	}
+	/* below a directory that is pending and new: nothing else there */
+	if (writer_absent(SITE(c)->writer, c->id, inner))
+		return -ENOENT;
 	return meta_getattr(SITE(c)->meta, c, inner, st, NULL, 0);
+}
+
+/* A symlink's raw target: a pending one's, else the cache's or the
+ * engine's (with its attributes in st). */
+static int raw_link(struct fs *fs, struct ctr *c, const char *inner,
+		    struct stat *st, char *raw, size_t len)
+{
+	struct wfile *w = writer_find(SITE(c)->writer, c->id, inner);
+	int ret;
+
+	if (!w)
+		return meta_getattr(SITE(c)->meta, c, inner, st, raw, len);
+	ret = wfile_readlink(w, raw, len);
+	if (ret == 0)
+		wfile_stat(w, st);
+	wfile_put(w);
+	return ret;
+}
+
+/* Whether inner is a pending entry (its times are put after the files
+ * pending below it: nothing to settle for a look at it). */
+static bool pending_entry(struct fs *fs, struct ctr *c, const char *inner)
+{
+	struct wfile *w = writer_find(SITE(c)->writer, c->id, inner);
+	bool entry = w && wfile_is_entry(w);
+
+	if (w)
+		wfile_put(w);
+	return entry;
 }
 
 static int ctrfs_getattr(const char *path, struct stat *st,
@@ -131,7 +163,7 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 	ret = stat_path(fs, c, inner, st);
 	/* write-back: a directory's mtime as its pending entries leave it
 	 * (rsync -a checks the times it set once its files are in) */
-	if (ret == 0 && S_ISDIR(st->st_mode) &&
+	if (ret == 0 && S_ISDIR(st->st_mode) && !pending_entry(fs, c, inner) &&
 	    writer_settle(SITE(c)->writer, c->id, inner, false))
 		ret = stat_path(fs, c, inner, st);
 	if (ret == 0 && S_ISLNK(st->st_mode)) {
@@ -139,8 +171,7 @@ static int ctrfs_getattr(const char *path, struct stat *st,
 
 		/* its target too (known with it, unless it was listed by
 		 * exec: then a GET, which the readlink to come saves) */
-		ret =
-		    meta_getattr(SITE(c)->meta, c, inner, st, raw, sizeof(raw));
+		ret = raw_link(fs, c, inner, st, raw, sizeof(raw));
 		if (ret == 0)
 			link_size(inner, raw, st);
 	}
@@ -163,7 +194,7 @@ static int ctrfs_readlink(const char *path, char *buf, size_t size)
 		return ret;
 	if (!c)
 		return -EINVAL;
-	ret = meta_getattr(SITE(c)->meta, c, inner, &st, raw, sizeof(raw));
+	ret = raw_link(fs, c, inner, &st, raw, sizeof(raw));
 	if (ret == 0)
 		ret = pathmap_link(inner, raw, buf, size);
 	ctr_put(SITE(c)->ctrs, c);

@@ -234,7 +234,11 @@ static int create_entry(const char *path, mode_t mode, const char *symlink,
 	/* a directory's entry without an atime gets atime 0 from Docker
 	 * 20.10 (26 leaves it): give it the mtime */
 	st.st_atim = st.st_mtim;
-	ret = put_entry(fs, c, inner, &st, symlink, S_ISDIR(mode));
+	if (writer_writeback(SITE(c)->writer) && (S_ISDIR(mode) || symlink))
+		/* pending: in the next batch PUT, after its files */
+		ret = writer_mkentry(SITE(c)->writer, c, inner, &st, symlink);
+	else
+		ret = put_entry(fs, c, inner, &st, symlink, S_ISDIR(mode));
 	ctr_put(SITE(c)->ctrs, c);
 	return ret;
 }
@@ -298,6 +302,8 @@ int ctrfs_link(const char *from, const char *to)
 		snprintf(dir, sizeof(dir), "/");
 	else
 		pathmap_common(ifrom, ito, dir, sizeof(dir));
+	/* write-back: the file and the directories the PUT needs first */
+	writer_settle(SITE(c)->writer, c->id, dir, true);
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	memset(&te, 0, sizeof(te));
 	te.name = ito + dlen;
@@ -344,11 +350,11 @@ static int remove_path(const char *path, const char *tool)
 		/* one never committed has nothing to remove in the container;
 		 * a directory holding one is not empty, whatever it shows */
 		w = writer_find(SITE(c)->writer, c->id, inner);
-		if (w)
-			ret = wfile_unlink(w, call_tool, &rm);
-		else if (strcmp(tool, "rmdir") == 0 &&
-			 writer_holds_below(SITE(c)->writer, c->id, inner))
+		if (strcmp(tool, "rmdir") == 0 &&
+		    writer_holds_below(SITE(c)->writer, c->id, inner))
 			ret = -ENOTEMPTY;
+		else if (w)
+			ret = wfile_unlink(w, call_tool, &rm);
 		else
 			ret = call_tool(&rm);
 	}
@@ -468,7 +474,7 @@ int ctrfs_rename(const char *from, const char *to, unsigned int flags)
 	}
 	/* a directory: what is open below follows (libfuse's path locks
 	 * keep operations on paths below out until the rename returns) */
-	if (ret == 0 && !w && !same)
+	if (ret == 0 && !same && (!w || wfile_is_dir(w)))
 		writer_repath(SITE(c)->writer, c->id, ifrom, ito);
 	if (t)
 		wfile_put(t);
@@ -518,6 +524,8 @@ static int put_dir_attrs(struct fs *fs, struct ctr *c, const char *inner,
  * tool in the container otherwise. */
 static int apply_utimens(struct fs *fs, struct ctr *c, const char *inner,
 			 struct wfile *w, struct stat *st, void *arg);
+static int apply_truncate(struct fs *fs, struct ctr *c, const char *inner,
+			  struct wfile *w, struct stat *st, void *arg);
 
 static void resolve_times(struct ctr *c, const struct timespec *tv,
 			  const struct timespec *cur_a,
@@ -597,6 +605,9 @@ static int change_attr(const char *path, struct fuse_file_info *fi,
 	if (ret < 0)
 		return ret;
 	w = open_wfile(fs, c, inner, fi);
+	if (!w && !deferred && apply != apply_truncate)
+		/* write-back: a directory's attributes ride in a batch */
+		w = writer_dir_entry(SITE(c)->writer, c, inner);
 	if (!w && deferred) {
 		/* ftruncate through a write-only descriptor that wrote
 		 * nothing yet (the one change the kernel sends with the
@@ -798,7 +809,9 @@ static int utimens_wfile(struct fs *fs, struct ctr *c, const char *inner,
 	resolve_times(c, tv, &cur.st_atim, &cur.st_mtim, false, &at, &mt);
 	wfile_utimens(w, tv[0].tv_nsec == UTIME_OMIT ? NULL : &at,
 		      tv[1].tv_nsec == UTIME_OMIT ? NULL : &mt);
-	if (tv[0].tv_nsec == UTIME_OMIT || !timespec_before(&at, &mt))
+	/* (a directory's entry puts both as given) */
+	if (tv[0].tv_nsec == UTIME_OMIT || !timespec_before(&at, &mt) ||
+	    wfile_is_dir(w))
 		return 0;
 	ret = wfile_commit(w);
 	if (ret < 0)

@@ -98,7 +98,10 @@ int ctrfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 		if (dh->have)
 			cache_listing_free(&dh->l);
 		dh->have = false;
-		ret = meta_listing(SITE(c)->meta, c, inner, &dh->l);
+		/* a pending new directory: what is pending in it */
+		ret = writer_listing(SITE(c)->writer, c->id, inner, &dh->l);
+		if (ret == 0)
+			ret = meta_listing(SITE(c)->meta, c, inner, &dh->l);
 		if (ret < 0) {
 			ctr_put(SITE(c)->ctrs, c);
 			return ret;
@@ -137,7 +140,7 @@ int ctrfs_opendir(const char *path, struct fuse_file_info *fi)
 	fi->fh = 0;
 	if (ret < 0 || !c)
 		return ret;
-	ret = meta_getattr(SITE(c)->meta, c, inner, &st, NULL, 0);
+	ret = stat_path(fs, c, inner, &st); /* a pending one too */
 	ctr_put(SITE(c)->ctrs, c);
 	if (ret == 0 && !S_ISDIR(st.st_mode))
 		ret = -ENOTDIR;

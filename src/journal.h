@@ -52,7 +52,9 @@ const char *journal_path(const struct journal *j);
 
 /*
  * Writes the entry of the file whose spool file is fd (*ent: NULL the
- * first time, made here): its data (a link to fd's file, or a copy) and
+ * first time, made here; fd -1: a directory or a symlink, r->type 'd' or
+ * 'l', whose entry is its record alone): its data (a link to fd's file,
+ * or a copy) and
  * the record r, whose engine, data, seq and size are filled in here. The
  * record replaces the last one in one step (written aside, synced,
  * renamed, the directory synced). 0 or -errno; on failure the last record

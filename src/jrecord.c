@@ -83,6 +83,11 @@ ssize_t jrecord_encode(const struct jrecord *r, char *buf, size_t len)
 	put(&o, "mtime %lld.%09ld\n", (long long)r->mtime.tv_sec,
 	    r->mtime.tv_nsec);
 	put(&o, "size %lld\n", r->size);
+	if (r->type == 'd' || r->type == 'l') {
+		put(&o, "type %c\n", r->type);
+		if (r->type == 'l')
+			put_str(&o, "link", r->link);
+	}
 	if (!o.full)
 		put(&o, "crc32c %08" PRIx32 "\n",
 		    jrecord_crc32c(0, buf, o.used));
@@ -221,6 +226,17 @@ int jrecord_decode(const char *buf, size_t len, struct jrecord *r)
 	    !get_mtime(&in, &r->mtime) ||
 	    !get_num(&in, "size", 10, INT64_MAX, &size))
 		return -EBADMSG;
+	r->type = 'f';
+	if (in.end - in.p > 7 && memcmp(in.p, "type ", 5) == 0) {
+		/* an entry without data: "type d", or "type l" and its link */
+		r->type = in.p[5];
+		if ((r->type != 'd' && r->type != 'l') || in.p[6] != '\n')
+			return -EBADMSG;
+		in.p += 7;
+		if (r->type == 'l' &&
+		    !get_str(&in, "link", r->link, sizeof(r->link)))
+			return -EBADMSG;
+	}
 	body = (size_t)(in.p - buf);
 	if (!get_num(&in, "crc32c", 16, UINT32_MAX, &crc) || in.p != in.end ||
 	    crc != jrecord_crc32c(0, buf, body))

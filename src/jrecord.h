@@ -26,10 +26,14 @@ struct jrecord {
 	gid_t gid;
 	struct timespec mtime;
 	long long size; /* of the data file */
+	/* 'f' (or 0) a file, with data; 'd' a directory, 'l' a symlink
+	 * (its target in link): entries without data ("-") */
+	char type;
+	char link[PATH_MAX];
 };
 
 /* Room enough for any record: every byte of the strings may be escaped. */
-#define JRECORD_MAX (3 * (512 + 72 + 256 + PATH_MAX + 64) + 512)
+#define JRECORD_MAX (3 * (512 + 72 + 256 + 2 * PATH_MAX + 64) + 512)
 
 /* Writes r into buf: its length, or -ENAMETOOLONG when it does not fit. */
 ssize_t jrecord_encode(const struct jrecord *r, char *buf, size_t len);

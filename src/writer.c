@@ -68,7 +68,7 @@ static bool below(const char *path, const char *dir, size_t dlen, bool deep)
 	       (deep || !strchr(path + dlen + 1, '/'));
 }
 
-static struct wfile *find_locked(struct writer *w, const char *ctr_id,
+struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
 				 const char *path)
 {
 	for (struct wfile *f = w->files; f; f = f->next)
@@ -94,7 +94,7 @@ static struct wfile *find_ref(struct writer *w, const char *ctr_id,
 	struct wfile *f;
 
 	pthread_mutex_lock(&w->lock);
-	f = find_locked(w, ctr_id, path);
+	f = writer_find_locked(w, ctr_id, path);
 	if (f)
 		take_locked(f, reopen);
 	pthread_mutex_unlock(&w->lock);
@@ -114,7 +114,7 @@ struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
 }
 
 /* w->lock held: takes f off the list (if it is there). */
-static void unlist_locked(struct writer *w, struct wfile *f)
+void writer_unlist_locked(struct writer *w, struct wfile *f)
 {
 	for (struct wfile **pp = &w->files; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
@@ -125,7 +125,7 @@ static void unlist_locked(struct writer *w, struct wfile *f)
 }
 
 /* A wfile nobody references any more, or never listed. */
-static void wfile_free(struct wfile *f)
+void writer_wfile_free(struct wfile *f)
 {
 	if (f->jent)
 		journal_release(f->w->journal, &f->jent, f->jkeep);
@@ -135,6 +135,7 @@ static void wfile_free(struct wfile *f)
 		close(f->fd);
 	pthread_mutex_destroy(&f->lock);
 	free(f->path);
+	free(f->link);
 	free(f->xattrs);
 	free(f);
 }
@@ -151,6 +152,10 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	int ret;
 
 	f = writer_reopen(w, c->id, path);
+	if (f && !S_ISREG(f->st.st_mode)) { /* a pending directory, link */
+		wfile_put(f);
+		return S_ISDIR(f->st.st_mode) ? -EISDIR : -EOPNOTSUPP;
+	}
 	if (f)
 		goto shared;
 	if (existing && engine_quirks(w->e)->owners_zero) {
@@ -208,7 +213,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	 * as on a file open before they came */
 	pthread_mutex_lock(&f->lock);
 	pthread_mutex_lock(&w->lock);
-	other = find_locked(w, c->id, path);
+	other = writer_find_locked(w, c->id, path);
 	if (other) {
 		take_locked(other, true);
 	} else {
@@ -218,7 +223,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	pthread_mutex_unlock(&w->lock);
 	if (other) {
 		pthread_mutex_unlock(&f->lock);
-		wfile_free(f); /* never listed */
+		writer_wfile_free(f); /* never listed */
 		f = other;
 		goto shared;
 	}
@@ -228,7 +233,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			/* an open that shared it meanwhile fails at close */
 			f->error = ret;
 			pthread_mutex_lock(&w->lock);
-			unlist_locked(w, f); /* no new open finds it */
+			writer_unlist_locked(w, f); /* no new open finds it */
 			pthread_mutex_unlock(&w->lock);
 			atomic_store(&f->ready, true);
 			pthread_mutex_unlock(&f->lock);
@@ -246,6 +251,8 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 			 path, c->name, strerror(-ret));
 	atomic_store(&f->ready, true);
 	pthread_mutex_unlock(&f->lock);
+	if (!existing)
+		writer_touch_parent(w, c->id, path);
 	*out = f;
 	return 0;
 shared:
@@ -256,7 +263,7 @@ shared:
 	*out = f;
 	return 0;
 out_free:
-	wfile_free(f);
+	writer_wfile_free(f);
 	return ret;
 }
 
@@ -289,6 +296,11 @@ int writer_journal_locked(struct wfile *f)
 	r->uid = f->st.st_uid;
 	r->gid = f->st.st_gid;
 	r->mtime = f->st.st_mtim;
+	r->type = S_ISDIR(f->st.st_mode)   ? 'd'
+		  : S_ISLNK(f->st.st_mode) ? 'l'
+					   : 'f';
+	if (f->link)
+		snprintf(r->link, sizeof(r->link), "%s", f->link);
 	ret = journal_put(f->w->journal, &f->jent, f->fd, r);
 	free(r);
 	return ret;
@@ -418,7 +430,7 @@ void writer_stat_locked(struct wfile *f, struct stat *st)
 	struct stat sp;
 
 	*st = f->st;
-	if (fstat(f->fd, &sp) == 0) {
+	if (f->fd >= 0 && fstat(f->fd, &sp) == 0) {
 		st->st_size = sp.st_size;
 		st->st_blocks = sp.st_blocks;
 	}
@@ -519,7 +531,10 @@ int wfile_setxattr(struct wfile *f, const char *name, const void *value,
 	int ret;
 
 	pthread_mutex_lock(&f->lock);
-	ret = xattrs_edit(&f->xattrs, &f->xattrs_len, name, value, size, flags);
+	/* a pending directory or symlink: tars carry capabilities of files */
+	ret = f->fd < 0 ? -EOPNOTSUPP
+			: xattrs_edit(&f->xattrs, &f->xattrs_len, name, value,
+				      size, flags);
 	if (ret == 0)
 		mark_dirty(f);
 	pthread_mutex_unlock(&f->lock);
@@ -650,7 +665,11 @@ struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
 		    (queued && !failed && f->pending &&
 		     atomic_load(&f->attempts) > 0) ||
 		    (ctr_id && strcmp(f->ctr.id, ctr_id) != 0) ||
-		    !below(f->path, dir, dlen, deep))
+		    (!below(f->path, dir, dlen, deep) &&
+		     /* deep: dir's own entry too (a directory pending) */
+		     !(deep && f->fd < 0 && S_ISDIR(f->st.st_mode) &&
+		       strlen(f->path) == dlen &&
+		       strncmp(f->path, dir, dlen) == 0)))
 			continue;
 		if (*n == cap) {
 			size_t ncap = cap ? 2 * cap : 16;
@@ -761,7 +780,7 @@ void wfile_put(struct wfile *f)
 			break;
 		/* reopened, maybe written, and dropped meanwhile: again */
 	}
-	unlist_locked(w, f);
+	writer_unlist_locked(w, f);
 	pthread_mutex_unlock(&w->lock);
-	wfile_free(f);
+	writer_wfile_free(f);
 }

@@ -167,6 +167,35 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
  * the container's dir may look empty while it is not. */
 bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir);
 
+/*
+ * Write-back entries without data (writer_pending.c): mkdir or symlink in
+ * write-back mode makes path (a directory, or a symlink to link) with
+ * attributes st as an entry that rides in the container's next batch PUT,
+ * journaled before this returns: 0, -EEXIST (path is being written or
+ * pending), or -errno.
+ */
+int writer_mkentry(struct writer *w, const struct ctr *c, const char *path,
+		   const struct stat *st, const char *link);
+/* Write-back: a pending entry for directory path of the container, its
+ * attributes as they are now, for a chmod, chown or utimens to change
+ * (referenced), or NULL (not write-back, not a directory, Podman). */
+struct wfile *writer_dir_entry(struct writer *w, struct ctr *c,
+			       const char *path);
+/* Whether path is known absent with no engine call: its parent is a
+ * pending directory not in the container yet, and path is not pending. */
+bool writer_absent(struct writer *w, const char *ctr_id, const char *path);
+struct cache_listing;
+/* The listing of dir when it is a pending directory not in the container
+ * yet (what is pending in it): 1, 0 when it is not one, or -errno. */
+int writer_listing(struct writer *w, const char *ctr_id, const char *dir,
+		   struct cache_listing *out);
+/* A pending symlink's target into buf (len bytes): 0 or -errno. */
+int wfile_readlink(struct wfile *f, char *buf, size_t len);
+/* Whether f is an entry without data (a directory, a symlink), and a
+ * directory. */
+bool wfile_is_entry(struct wfile *f);
+bool wfile_is_dir(struct wfile *f);
+
 /* Sends one entry without data (a directory, a symlink, a hard link, an
  * empty file) to directory dir of the container with one PUT. */
 int writer_put_entry(struct writer *w, const struct ctr *c, const char *dir,

@@ -52,16 +52,26 @@ static int next_item(struct body *b)
 		return 0;
 	}
 	f = b->cur->f;
-	if (fstat(f->fd, &sp) < 0)
+	memset(&sp, 0, sizeof(sp));
+	if (f->fd >= 0 && fstat(f->fd, &sp) < 0)
 		return -errno;
 	memset(&te, 0, sizeof(te));
 	te.name = b->cur->name;
 	te.st = f->st;
-	te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
 	te.st.st_size = sp.st_size;
-	te.xattrs = f->xattrs;
-	te.xattrs_len = f->xattrs_len;
-	te.atime = f->atime_set;
+	if (f->fd >= 0) {
+		te.st.st_mode = S_IFREG | (f->st.st_mode & 07777);
+		te.xattrs = f->xattrs;
+		te.xattrs_len = f->xattrs_len;
+		te.atime = f->atime_set;
+	} else {
+		/* a directory or a symlink: its header only. A directory's
+		 * atime always (Docker 20.10 sets 0 for none) */
+		te.symlink = f->link;
+		te.atime = f->atime_set || S_ISDIR(f->st.st_mode);
+		if (!f->atime_set)
+			te.st.st_atim = f->st.st_mtim;
+	}
 	n = tarstream_header(&te, b->hdr, sizeof(b->hdr));
 	if (n < 0)
 		return (int)n;
@@ -136,7 +146,7 @@ int writer_commit_put_batch(struct writer *w, struct item *items)
 	for (struct item *it = items; it; it = it->next) {
 		struct stat sp;
 
-		if (fstat(it->f->fd, &sp) == 0)
+		if (it->f->fd >= 0 && fstat(it->f->fd, &sp) == 0)
 			bulk += sp.st_size;
 		n++;
 	}
@@ -242,6 +252,7 @@ static int commit_grouped(struct writer *w, struct item *me)
  * wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0)
 {
+	bool was_there = f->in_container;
 	struct stat st;
 
 	f->dirty = false;
@@ -266,9 +277,17 @@ void writer_commit_landed(struct wfile *f, long t0)
 		f->ctr.name, (unsigned)(st.st_mode & 07777), (int)st.st_uid,
 		(int)st.st_gid);
 	/* before a rename or unlink waiting for f can change what it says */
-	meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
-	meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
-			f->xattrs_len);
+	if (f->fd >= 0) {
+		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
+		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
+				f->xattrs_len);
+	} else if (S_ISDIR(st.st_mode) && was_there) {
+		meta_update(f->w->m, &f->ctr, f->path, &st); /* its listing
+							      * stays */
+	} else {
+		meta_committed_link(f->w->m, &f->ctr, f->path, &st, f->link,
+				    t0);
+	}
 	pthread_mutex_unlock(&f->lock);
 }
 
@@ -280,7 +299,6 @@ int wfile_commit(struct wfile *f)
 	int ret = 0;
 
 	pthread_mutex_lock(&f->lock);
-	me.name = strrchr(f->path, '/') + 1;
 	if (f->error) {
 		ret = f->error;
 		goto out;
@@ -288,6 +306,13 @@ int wfile_commit(struct wfile *f)
 	if (!f->dirty || f->unlinked)
 		goto out;
 	pathmap_parent(f->path, parent, sizeof(parent));
+	/* above the pending directories that are not made yet: the engine
+	 * makes them (0755) as it unpacks, their entries set them later */
+	pthread_mutex_lock(&f->w->lock);
+	writer_put_dir_locked(f->w, f->ctr.id, parent, parent, sizeof(parent));
+	pthread_mutex_unlock(&f->w->lock);
+	writer_fit_links(&f, 1, parent, sizeof(parent));
+	me.name = f->path + (strcmp(parent, "/") == 0 ? 1 : strlen(parent) + 1);
 	ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;
 	if (ret == 0) {

@@ -8,6 +8,8 @@
  *   writer_commit.c  a commit: the tar body, one PUT, group commit
  *   writer_wb.c      write-back: the flusher thread, its batches, retries
  *                    and rescue, settle, sync, status, drain
+ *   writer_pending.c write-back entries without data: directories and
+ *                    symlinks made, directories' attributes changed
  *
  * struct writer and struct wfile are made and freed in writer.c.
  */
@@ -32,7 +34,8 @@ struct wfile {
 	int refs; /* under w->lock */
 	struct ctr ctr;
 	char *path;
-	int fd;
+	int fd;		/* -1: an entry without data (a directory, a symlink) */
+	char *link;	/* a symlink entry's target */
 	struct stat st; /* the header: mode, uid, gid, mtime */
 	char *xattrs;	/* ... and its extended attributes (xattrs.h) */
 	size_t xattrs_len;
@@ -106,6 +109,13 @@ struct writer {
 	struct journal *journal; /* pending files outlive the daemon, or NULL */
 };
 
+/* writer.c. w->lock held: the wfile of path (not removed), or NULL. */
+struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
+				 const char *path);
+/* writer.c. w->lock held: takes f off the list (if it is there). */
+void writer_unlist_locked(struct writer *w, struct wfile *f);
+/* writer.c. Frees a wfile nobody references any more, or never listed. */
+void writer_wfile_free(struct wfile *f);
 /* writer.c. f->lock held: f's attributes as a stat reports them, its
  * size that of its spool file. */
 void writer_stat_locked(struct wfile *f, struct stat *st);
@@ -124,6 +134,24 @@ int writer_commit_put_batch(struct writer *w, struct item *items);
 /* writer_commit.c. f (locked) is in the container now, by a change that
  * began at wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0);
+
+/* writer_pending.c. w->lock held: the directory of the container that a
+ * PUT of entries below dir goes to: dir, or the nearest directory above
+ * it that is not a pending entry not made yet; into out (len bytes, may
+ * be dir). */
+void writer_put_dir_locked(struct writer *w, const char *ctr_id,
+			   const char *dir, char *out, size_t len);
+/* writer_pending.c. Moves dir (len bytes) up until no symlink entry
+ * among the n wfiles below it has a target that climbs above it (the
+ * engine refuses those). */
+void writer_fit_links(struct wfile **fs, size_t n, char *dir, size_t len);
+/* writer_pending.c. Orders n wfiles as their entries go in a tar: every
+ * name after those below it (children first). */
+void writer_sort_children_first(struct wfile **fs, size_t n);
+/* writer_pending.c. A file or entry was made below dir (the path of a new
+ * one): a pending directory there takes the time as its mtime. */
+void writer_touch_parent(struct writer *w, const char *ctr_id,
+			 const char *path);
 
 /* writer_wb.c. w->lock held: queues f for write-back when it is to wait
  * for it; whether it does. */

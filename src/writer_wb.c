@@ -86,8 +86,21 @@ void writer_wb_rescue_locked(struct wfile *f)
 {
 	char where[PATH_MAX + 64];
 	int n = atomic_load(&f->attempts), err = atomic_load(&f->last_err);
-	int ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
-			       sizeof(where));
+	int ret;
+
+	if (f->fd < 0) { /* a directory or a symlink: no data to keep */
+		wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
+				 strerror(err < 0 ? -err : EIO), NULL);
+		log_err("gave up making '%s' in container '%s' after %d %s: "
+			"%s",
+			f->path, f->ctr.name, n, n == 1 ? "try" : "tries",
+			strerror(err < 0 ? -err : EIO));
+		journal_drop(f->w->journal, f->jent);
+		f->dirty = false;
+		return;
+	}
+	ret = spool_rescue(f->w->spool, f->fd, f->ctr.name, f->path, where,
+			   sizeof(where));
 
 	wbstatus_gave_up(f->w->status, f->ctr.name, f->path,
 			 strerror(err < 0 ? -err : EIO),
@@ -175,7 +188,14 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		free(items);
 		return;
 	}
+	/* a directory's entry after what is below it (its times last), at
+	 * a directory the container has */
+	writer_sort_children_first(fs, n);
 	common_parent(fs, n, dir, sizeof(dir));
+	pthread_mutex_lock(&w->lock);
+	writer_put_dir_locked(w, fs[0]->ctr.id, dir, dir, sizeof(dir));
+	pthread_mutex_unlock(&w->lock);
+	writer_fit_links(fs, n, dir, sizeof(dir));
 	dlen = strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1;
 	for (size_t i = 0; i < n; i++) {
 		items[i].f = fs[i];
@@ -196,7 +216,8 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		    (ret == -ETIMEDOUT || engine_down(w->e)))
 			w->drain_gone = true;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = n; i-- > 0;) {
+		/* parents first: a new directory's listing, then its names */
 		struct wfile *f = fs[i];
 
 		if (ret == 0) {
@@ -361,9 +382,10 @@ static int settle_list(struct writer *w, struct wfile **list, size_t n,
 			if (f->error)
 				ret = f->error;
 			else if (f->dirty && !f->unlinked)
-				ret = atomic_load(&f->last_err) < 0
-					  ? atomic_load(&f->last_err)
-					  : -EIO;
+				/* its try failed; dirty with no failure is a
+				 * change made since its try (a chmod or touch
+				 * that met the PUT), queued again: no error */
+				ret = atomic_load(&f->last_err);
 			pthread_mutex_unlock(&f->lock);
 		}
 		wfile_put(f); /* a failed one is queued again here */
@@ -374,7 +396,7 @@ static int settle_list(struct writer *w, struct wfile **list, size_t n,
 bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 		   bool deep)
 {
-	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n;
+	size_t dlen = strcmp(dir, "/") == 0 ? 0 : strlen(dir), n, skip = 0;
 	struct wfile **list;
 
 	if (!w->flusher_started)
@@ -387,7 +409,27 @@ bool writer_settle(struct writer *w, const char *ctr_id, const char *dir,
 	 * leaves them their delay */
 	list =
 	    writer_collect_locked(w, ctr_id, dir, dlen, deep, true, deep, &n);
+	if (!deep) {
+		/* directories and symlinks pending in dir are left to their
+		 * batch: a look at dir (the kernel's, after each mkdir in it)
+		 * would else send every pending thing of the container */
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			struct wfile *f = list[i];
+
+			/* the entries to the end, put after */
+			if (!wfile_is_entry(f)) {
+				list[i] = list[k];
+				list[k++] = f;
+			}
+		}
+		skip = n - k;
+		n = k;
+	}
 	settle_list(w, list, n, false);
+	for (size_t i = n; i < n + skip; i++)
+		wfile_put(list[i]);
 	free(list);
 	return n > 0;
 }
@@ -482,7 +524,8 @@ size_t writer_status(struct writer *w, char *buf, size_t max)
 					 f->ctr.name);
 			writer_stat_locked(f, &st);
 			pends[k].files++;
-			pends[k].bytes += (long long)st.st_size;
+			if (S_ISREG(st.st_mode)) /* entries have no data */
+				pends[k].bytes += (long long)st.st_size;
 			if (err < 0)
 				status_add(buf, &len, max,
 					   "retrying\t%s\t%s\t%s\n",

@@ -127,9 +127,43 @@ static void test_crc32c(void)
 		  0xe3069283);
 }
 
+/* An entry without data (a directory, a symlink) reads back with its type
+ * and target; a file's record says type 'f' (and has no such lines, as
+ * records written before entries existed). */
+static void test_entries(void)
+{
+	struct jrecord r, back;
+	char *buf = malloc(JRECORD_MAX);
+	ssize_t n;
+
+	sample(&r);
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK(memmem(buf, (size_t)n, "\ntype ", 6) == NULL);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK_INT(back.type, 'f');
+	r.type = 'l';
+	snprintf(r.link, sizeof(r.link), "../a b/%%x");
+	snprintf(r.data, sizeof(r.data), "-");
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK_INT(back.type, 'l');
+	CHECK_STR(back.link, "../a b/%x");
+	r.type = 'd';
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK_INT(back.type, 'd');
+	CHECK_STR(back.link, "");
+	/* a type that is none of ours */
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	*(char *)memmem(buf, (size_t)n, "type d", 6) = 'T';
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+	free(buf);
+}
+
 int main(void)
 {
 	test_round_trip();
+	test_entries();
 	test_every_checksum_reads_back();
 	test_cut_or_changed_is_refused();
 	test_unusable_fields_are_refused();
