@@ -92,32 +92,59 @@ static int context_name(char *out, size_t len)
 	return ret;
 }
 
-/* Finds the context's meta.json by its Name (the directories are named by
- * a digest of it) and takes its docker endpoint. */
+/* The docker CLI's contexts, one meta.json each in a directory named by a
+ * digest of the context's Name: that directory opened (its path into dir,
+ * PATH_MAX bytes), or NULL when there is none. */
+static DIR *contexts_open(char *dir)
+{
+	config_dir(dir, PATH_MAX);
+	strncat(dir, "/contexts/meta", PATH_MAX - strlen(dir) - 1);
+	return opendir(dir);
+}
+
+/* The next context of d: its meta.json parsed (the caller puts it), its
+ * Name in *name and its directory in *de; NULL at the end. A damaged
+ * file (no Name, or not a string) is skipped like one of another name. */
+static struct json_object *contexts_next(DIR *d, const char *dir,
+					 const char **name, struct dirent **de)
+{
+	char meta[PATH_MAX * 2];
+
+	while (d && (*de = readdir(d))) {
+		struct json_object *root, *v;
+
+		if ((*de)->d_name[0] == '.')
+			continue;
+		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
+			 (*de)->d_name);
+		root = json_object_from_file(meta);
+		if (root && json_object_object_get_ex(root, "Name", &v) &&
+		    json_object_is_type(v, json_type_string)) {
+			*name = json_object_get_string(v);
+			return root;
+		}
+		json_object_put(root);
+	}
+	return NULL;
+}
+
+/* Finds the context's meta.json by its Name and takes its docker
+ * endpoint. */
 static int from_context(struct hostcfg *hc, const char *name, char *msg,
 			size_t msglen)
 {
-	char dir[PATH_MAX], meta[PATH_MAX * 2], tls[PATH_MAX * 2];
+	char dir[PATH_MAX], tls[PATH_MAX * 2];
+	struct json_object *root;
 	struct dirent *de;
-	DIR *d;
+	const char *found;
+	DIR *d = contexts_open(dir);
 	int ret = -ENOENT;
 
-	config_dir(dir, sizeof(dir));
-	strncat(dir, "/contexts/meta", sizeof(dir) - strlen(dir) - 1);
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		struct json_object *root, *v, *ep, *host, *skip;
+	while ((root = contexts_next(d, dir, &found, &de))) {
+		struct json_object *ep, *host, *skip;
 
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
-			 de->d_name);
-		root = json_object_from_file(meta);
-		/* a damaged file (a null or a number where a string goes)
-		 * is skipped like one of another name */
-		if (!root || !json_object_object_get_ex(root, "Name", &v) ||
-		    !json_object_is_type(v, json_type_string) ||
-		    strcmp(json_object_get_string(v), name) != 0 ||
+		/* a damaged endpoint is skipped like another name */
+		if (strcmp(found, name) != 0 ||
 		    !json_object_object_get_ex(root, "Endpoints", &ep) ||
 		    !json_object_object_get_ex(ep, "docker", &ep) ||
 		    !json_object_object_get_ex(ep, "Host", &host) ||
@@ -177,32 +204,17 @@ int hostcfg_context(const char *name, struct hostcfg *hc, char *msg,
 
 int hostcfg_contexts(char **names, size_t *count)
 {
-	char dir[PATH_MAX], meta[PATH_MAX * 2];
+	char dir[PATH_MAX];
 	size_t bytes = 0, n = 0;
+	struct json_object *root;
 	struct dirent *de;
+	const char *name;
 	char *buf = NULL;
-	DIR *d;
+	DIR *d = contexts_open(dir);
 
-	config_dir(dir, sizeof(dir));
-	strncat(dir, "/contexts/meta", sizeof(dir) - strlen(dir) - 1);
-	d = opendir(dir);
-	while (d && (de = readdir(d))) {
-		struct json_object *root, *v;
-		const char *name;
-		char *nb;
+	while ((root = contexts_next(d, dir, &name, &de))) {
+		char *nb = realloc(buf, bytes + strlen(name) + 1);
 
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(meta, sizeof(meta), "%s/%s/meta.json", dir,
-			 de->d_name);
-		root = json_object_from_file(meta);
-		if (!root || !json_object_object_get_ex(root, "Name", &v) ||
-		    !json_object_is_type(v, json_type_string)) {
-			json_object_put(root);
-			continue;
-		}
-		name = json_object_get_string(v);
-		nb = realloc(buf, bytes + strlen(name) + 1);
 		if (nb) {
 			buf = nb;
 			memcpy(buf + bytes, name, strlen(name) + 1);

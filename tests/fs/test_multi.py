@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, read_file, sha256_file, wait_for, wb_status
+from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, errno_of, read_file, sha256_file, wait_for, wb_status
 
 OP_TIMEOUT = 60
 
@@ -48,14 +48,6 @@ def daemon_env(tmp_path, cfg_dir=None):
     env["TMPDIR"] = str(tmpdir)
     env["DOCKER_CONFIG"] = cfg_dir or str(tmp_path / "no-docker-config")
     return env
-
-
-def op_errno(fn, *args):
-    try:
-        call_with_timeout(fn, *args, timeout=OP_TIMEOUT, what=f"{fn.__name__}{args}")
-    except OSError as e:
-        return e.errno
-    return None
 
 
 def write_through(path, data):
@@ -166,10 +158,10 @@ def test_engine_stopped_mid_copy_other_serves(two, private_engine, container, mo
 
     # the stopped engine: EIO below its directory (cached answers may be
     # served until they expire), its directory listed empty
-    assert wait_for(lambda: op_errno(os.listdir, os.path.join(two_dir, c2.name)) == errno.EIO,
-                    timeout=10), errname(op_errno(os.listdir, os.path.join(two_dir, c2.name)))
+    assert wait_for(lambda: errno_of(os.listdir, os.path.join(two_dir, c2.name)) == errno.EIO,
+                    timeout=10), errname(errno_of(os.listdir, os.path.join(two_dir, c2.name)))
     assert wait_for(lambda: m.listdir(two_dir) == [], timeout=10), m.listdir(two_dir)
-    assert op_errno(read_file, os.path.join(two_dir, c2.name, "after")) == errno.EIO
+    assert errno_of(read_file, os.path.join(two_dir, c2.name, "after")) == errno.EIO
     # the other engine meanwhile: listed and read as before
     assert sorted(m.listdir()) == ["one", "two"]
     assert c1.name in m.listdir(one)
@@ -181,7 +173,7 @@ def test_engine_stopped_mid_copy_other_serves(two, private_engine, container, mo
     assert result.get("errno") == errno.EIO or "sha" in result, result
     # more calls on the stopped engine: its outage is still one log line
     for _ in range(5):
-        op_errno(os.listdir, os.path.join(two_dir, c2.name))
+        errno_of(os.listdir, os.path.join(two_dir, c2.name))
     with open(m.log, errors="replace") as f:
         said = [l for l in f if f"engine at {e2.url} does not answer" in l]
     assert len(said) == 1, said
