@@ -319,6 +319,8 @@ static int engines_list(const struct options *o, struct hostlist_engine **hl,
 	if (hostcfg_resolve(o->nhosts ? o->hosts[0] : NULL, &(*hl)->hc, msg,
 			    sizeof(msg)) < 0) {
 		fprintf(stderr, "ctrfs: %s\n", msg);
+		free(*hl);
+		*hl = NULL;
 		return 2;
 	}
 	return 0;
