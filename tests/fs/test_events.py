@@ -7,7 +7,7 @@ and comes back."""
 import os
 import time
 
-from conftest import read_file, wait_for
+from conftest import PODMAN, read_file, wait_for
 from test_remote import podman  # noqa: F401 (a fixture)
 
 LIST = "/containers/json"
@@ -36,7 +36,10 @@ def test_run_then_read_at_once(mount, container):
     m = mount("-d")
     assert wait_for(lambda: streams(m) == 1), "the event stream did not open"
     misses = []
-    for i in range(50):
+    # 50 as issue 29's target says; 20 on Podman, where each `podman run`
+    # takes over a second
+    runs = 20 if PODMAN else 50
+    for i in range(runs):
         m.listdir()  # the list is fresh: the new name is not in it yet
         c = container()
         try:
@@ -45,7 +48,7 @@ def test_run_then_read_at_once(mount, container):
                 misses.append((c.name, data[:40]))
         except OSError as e:
             misses.append((c.name, e))
-    assert not misses, f"{len(misses)} of 50 missed: {misses[:5]}"
+    assert not misses, f"{len(misses)} of {runs} missed: {misses[:5]}"
 
 
 def test_rename_and_remove_follow_events(mount, container):

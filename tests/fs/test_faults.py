@@ -11,8 +11,14 @@ import time
 
 import pytest
 
-from conftest import (CTRFS_BIN, MIB, call_with_timeout, errname, errno_of, read_file, run_tool,
-                      sha256_file, wait_for)
+from conftest import (CTRFS_BIN, MIB, PODMAN, call_with_timeout, errname, errno_of, read_file,
+                      run_tool, sha256_file, wait_for)
+
+# The faults are the proxy's, whatever engine is behind it: they run on
+# Docker 26 and 20.10; on Podman (whose calls cost several times Docker's)
+# they would take the README's test command past 15 minutes there.
+pytestmark = pytest.mark.skipif(PODMAN, reason="the proxy's faults, the same behind any engine: "
+                                "run on Docker 26 and 20.10, left out on Podman for time")
 
 
 def read_outcome(path):
