@@ -39,10 +39,15 @@ struct wfile {
 	struct stat st; /* the header: mode, uid, gid, mtime */
 	char *xattrs;	/* ... and its extended attributes (xattrs.h) */
 	size_t xattrs_len;
-	bool mtime_set;	   /* an explicit utimens: keep it */
-	bool atime_set;	   /* st.st_atim set by utimens: put it */
-	bool dirty;	   /* changed since the last commit */
-	bool in_container; /* exists there under path */
+	bool mtime_set; /* an explicit utimens: keep it */
+	bool atime_set; /* st.st_atim set by utimens: put it */
+	bool dirty;	/* changed since the last commit */
+	/* exists there under path; written under lock, read unlocked by
+	 * writer_absent() (under w->lock) */
+	atomic_bool in_container;
+	/* a directory entry without data: set before it is listed, never
+	 * changed (read under w->lock alone) */
+	bool dir_entry;
 	bool unlinked;
 	bool failed;   /* the last commit failed and close said so */
 	bool closing;  /* a thread dropped the last reference and tears down */

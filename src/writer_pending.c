@@ -43,6 +43,7 @@ static struct wfile *entry_new(struct writer *w, const struct ctr *c,
 		f->st.st_ino = cache_new_ino();
 	f->links = 1;
 	f->dirty = true;
+	f->dir_entry = S_ISDIR(st->st_mode);
 	atomic_store(&f->ready, true);
 	if (!f->path || (link && !f->link)) {
 		writer_wfile_free(f);
@@ -174,7 +175,8 @@ static bool new_dir_locked(struct writer *w, const char *ctr_id,
 {
 	struct wfile *d = writer_find_locked(w, ctr_id, path);
 
-	return d && S_ISDIR(d->st.st_mode) && d->fd < 0 && !d->in_container;
+	/* not d->st or d->fd: those change under d->lock alone */
+	return d && d->dir_entry && !atomic_load(&d->in_container);
 }
 
 bool writer_absent(struct writer *w, const char *ctr_id, const char *path)
@@ -195,42 +197,48 @@ bool writer_absent(struct writer *w, const char *ctr_id, const char *path)
 int writer_listing(struct writer *w, const char *ctr_id, const char *dir,
 		   struct cache_listing *out)
 {
-	size_t n = 0, dlen = strlen(dir), names = 0, off = 0;
+	size_t n = 0, dlen = strlen(dir), names = 0, off = 0, k = 0;
 	struct wfile **list = NULL;
-	bool fresh;
+	bool fresh, *keep = NULL;
 
 	if (!w->flusher_started)
 		return 0;
+	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&w->lock);
 	fresh = new_dir_locked(w, ctr_id, dir);
 	if (fresh)
 		list = writer_collect_locked(w, ctr_id, dir, dlen, false, false,
 					     true, &n);
+	/* the names under w->lock, which guards a path and unlinked */
+	for (size_t i = 0; fresh && i < n; i++)
+		names += strlen(list[i]->path + dlen + 1) + 1;
+	if (fresh) {
+		out->ents = calloc(n ? n : 1, sizeof(*out->ents));
+		out->names = malloc(names ? names : 1);
+		keep = calloc(n ? n : 1, sizeof(*keep));
+	}
+	for (size_t i = 0; out->ents && out->names && keep && i < n; i++) {
+		const char *name = list[i]->path + dlen + 1;
+		size_t len = strlen(name) + 1;
+
+		if (list[i]->unlinked)
+			continue;
+		keep[i] = true;
+		memcpy(out->names + off, name, len);
+		out->ents[out->n++].name = out->names + off;
+		off += len;
+	}
 	pthread_mutex_unlock(&w->lock);
 	if (!fresh)
 		return 0;
-	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < n; i++)
-		names += strlen(list[i]->path + dlen + 1) + 1;
-	out->ents = calloc(n ? n : 1, sizeof(*out->ents));
-	out->names = malloc(names ? names : 1);
 	for (size_t i = 0; i < n; i++) {
-		struct wfile *f = list[i];
-
-		if (out->ents && out->names && !f->unlinked) {
-			const char *name = f->path + dlen + 1;
-			size_t len = strlen(name) + 1;
-
-			memcpy(out->names + off, name, len);
-			out->ents[out->n].name = out->names + off;
-			wfile_stat(f, &out->ents[out->n].st);
-			out->n++;
-			off += len;
-		}
-		wfile_put(f);
+		if (keep && keep[i])
+			wfile_stat(list[i], &out->ents[k++].st);
+		wfile_put(list[i]);
 	}
+	free(keep);
 	free(list);
-	if (!out->ents || !out->names) {
+	if (!out->ents || !out->names || !keep) {
 		cache_listing_free(out);
 		return -ENOMEM;
 	}
