@@ -67,8 +67,22 @@ void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
 	char parent[PATH_MAX];
 	struct stat pst;
 
-	if (pathmap_parent(inner, parent, sizeof(parent)) < 0 ||
-	    stat_path(fs, c, parent, &pst) < 0 || !(pst.st_mode & S_ISGID))
+	struct wfile *w;
+
+	if (pathmap_parent(inner, parent, sizeof(parent)) < 0)
+		return;
+	/* the directory as last known, however old, when it is not pending:
+	 * a PUT into it (the file before this one) left it to be asked
+	 * again, and a HEAD per new file for a bit that changes by chmod
+	 * alone cost `cp -r` one call per file (the kernel checked this
+	 * create against attributes up to attr_timeout old too) */
+	w = writer_find(SITE(c)->writer, c->id, parent);
+	if (w)
+		wfile_put(w);
+	if ((w || meta_cached(SITE(c)->meta, c, parent, &pst) < 0) &&
+	    stat_path(fs, c, parent, &pst) < 0)
+		return;
+	if (!(pst.st_mode & S_ISGID))
 		return;
 	st->st_gid = pst.st_gid;
 	/* Podman's archive API reports every owner as 0:0: the group as

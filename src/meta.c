@@ -581,6 +581,18 @@ int meta_xattrs(struct meta *m, struct ctr *c, const char *path,
 	return 0;
 }
 
+int meta_cached(struct meta *m, const struct ctr *c, const char *path,
+		struct stat *st)
+{
+	struct cache_attr a;
+
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) < 0 ||
+	    !(a.flags & CACHE_OWNER))
+		return -ENOENT;
+	*st = a.st;
+	return 0;
+}
+
 void meta_xattrs_put(struct meta *m, const struct ctr *c, const char *path,
 		     const struct stat *st, const char *pack, size_t len)
 {

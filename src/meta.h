@@ -113,4 +113,9 @@ void meta_xattrs_put(struct meta *m, const struct ctr *c, const char *path,
 /* Forgets path (after an ENOENT from the engine). */
 void meta_forget(struct meta *m, struct ctr *c, const char *path);
 
+/* What the cache holds of path, owner included, however old: 0, or
+ * -ENOENT when it holds nothing (or no owner). Asks the engine nothing. */
+int meta_cached(struct meta *m, const struct ctr *c, const char *path,
+		struct stat *st);
+
 #endif
