@@ -9,16 +9,18 @@
 #include <string.h>
 #include <unistd.h>
 
-static void config_dir(char *out, size_t len)
+/* The docker CLI's config directory ($DOCKER_CONFIG, else ~/.docker) and
+ * below it ("" or "/NAME..."), into out (len bytes, cut if longer). */
+static void config_path(char *out, size_t len, const char *below)
 {
 	const char *d = getenv("DOCKER_CONFIG");
 	const char *home = getenv("HOME");
 
 	if (d && *d)
-		snprintf(out, len, "%s", d);
+		snprintf(out, len, "%s%s", d, below);
 	else
-		snprintf(out, len, "%s/.docker",
-			 home && *home ? home : "/root");
+		snprintf(out, len, "%s/.docker%s",
+			 home && *home ? home : "/root", below);
 }
 
 /* TLS files of a directory holding ca.pem, cert.pem and key.pem. */
@@ -62,7 +64,7 @@ static void from_env(struct hostcfg *hc, const char *host)
 		if (certs && *certs)
 			snprintf(dir, sizeof(dir), "%s", certs);
 		else
-			config_dir(dir, sizeof(dir));
+			config_path(dir, sizeof(dir), "");
 		tls_files(hc, dir);
 	}
 }
@@ -79,8 +81,7 @@ static int context_name(char *out, size_t len)
 		snprintf(out, len, "%s", env);
 		return 0;
 	}
-	config_dir(path, sizeof(path));
-	strncat(path, "/config.json", sizeof(path) - strlen(path) - 1);
+	config_path(path, sizeof(path), "/config.json");
 	root = json_object_from_file(path);
 	if (root && json_object_object_get_ex(root, "currentContext", &cur) &&
 	    json_object_is_type(cur, json_type_string) &&
@@ -97,8 +98,7 @@ static int context_name(char *out, size_t len)
  * PATH_MAX bytes), or NULL when there is none. */
 static DIR *contexts_open(char *dir)
 {
-	config_dir(dir, PATH_MAX);
-	strncat(dir, "/contexts/meta", PATH_MAX - strlen(dir) - 1);
+	config_path(dir, PATH_MAX, "/contexts/meta");
 	return opendir(dir);
 }
 

@@ -88,13 +88,14 @@ static int add_host(struct options *o, const char *url)
 static int add_engine(struct options *o, const char *name)
 {
 	size_t have = o->engines ? strlen(o->engines) + 1 : 0;
-	char *ne = realloc(o->engines, have + strlen(name) + 1);
+	size_t len = strlen(name) + 1;
+	char *ne = realloc(o->engines, have + len);
 
 	if (!ne)
 		return -1;
 	if (have)
 		ne[have - 1] = ',';
-	strcpy(ne + have, name);
+	memcpy(ne + have, name, len);
 	o->engines = ne;
 	o->in_engines = true;
 	return 0;
