@@ -511,24 +511,6 @@ static void unlink_node(struct cache *c, struct node *victim)
 	}
 }
 
-void cache_remove(struct cache *c, const char *ns, const char *path)
-{
-	char parent[4096];
-	struct node *n;
-
-	pathmap_parent(path, parent, sizeof(parent));
-	pthread_mutex_lock(&c->lock);
-	n = cache_lookup(c, ns, path);
-	if (n)
-		unlink_node(c, n);
-	if (strcmp(parent, path) != 0) {
-		n = cache_lookup(c, ns, parent);
-		if (n)
-			cache_drop_listing(n);
-	}
-	pthread_mutex_unlock(&c->lock);
-}
-
 /* Forgets everything strictly below path. */
 static void remove_below_locked(struct cache *c, const char *ns,
 				const char *path)
@@ -558,6 +540,26 @@ static void remove_below_locked(struct cache *c, const char *ns,
 			}
 		}
 	}
+}
+
+void cache_remove(struct cache *c, const char *ns, const char *path)
+{
+	char parent[4096];
+	struct node *n;
+
+	pathmap_parent(path, parent, sizeof(parent));
+	pthread_mutex_lock(&c->lock);
+	n = cache_lookup(c, ns, path);
+	if (n && S_ISDIR(n->attr.st.st_mode))
+		remove_below_locked(c, ns, path); /* gone with it */
+	if (n)
+		unlink_node(c, n);
+	if (strcmp(parent, path) != 0) {
+		n = cache_lookup(c, ns, parent);
+		if (n)
+			cache_drop_listing(n);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 void cache_drop_ns(struct cache *c, const char *ns)
@@ -601,21 +603,25 @@ void cache_forget(struct cache *c, const char *ns, const char *path, bool tree)
 	char parent[4096];
 	const char *base;
 	struct node *n;
+	int was_dir = -1; /* not cached */
 
 	cache_split(path, parent, sizeof(parent), &base);
 	pthread_mutex_lock(&c->lock);
-	if (tree)
-		remove_below_locked(c, ns, path);
 	n = cache_lookup(c, ns, path);
+	/* only a cached directory has entries below it: what is below one
+	 * goes with it (here and in cache_remove()), so a file's rename or
+	 * removal walks no cache however big */
+	if (tree && n && S_ISDIR(n->attr.st.st_mode))
+		remove_below_locked(c, ns, path);
 	if (n) {
+		was_dir = S_ISDIR(n->attr.st.st_mode);
 		cache_name_gone(c, n);
 		unlink_node(c, n);
 	}
 	n = cache_lookup(c, ns, parent);
-	if (n && strcmp(parent, path) != 0 && n->names) {
-		cache_listing_del(n, base);
-		cache_dir_nlink(c, n);
-	}
+	if (n && strcmp(parent, path) != 0 && n->names &&
+	    cache_listing_del(n, base))
+		cache_dir_nlink_step(c, n, was_dir, false);
 	pthread_mutex_unlock(&c->lock);
 }
 

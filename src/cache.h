@@ -130,12 +130,14 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 size_t cache_names_of(struct cache *c, const char *ns, const char *path,
 		      char (*names)[PATH_MAX], size_t max);
 
-/* Forgets a path and the listing of its parent directory. */
+/* Forgets a path (a directory with everything below it) and the listing
+ * of its parent directory. */
 void cache_remove(struct cache *c, const char *ns, const char *path);
 
 /*
  * For changes ctrfs made itself: forgets path (and everything below it
- * when tree is set) and removes or adds its name in the parent's listing,
+ * when tree is set and path is a cached directory: nothing is cached
+ * below any other path) and removes or adds its name in the parent's listing,
  * which stays valid (and the parent's link count with it). The other
  * names of a forgotten path's file count one link less.
  */

@@ -65,8 +65,8 @@ void cache_drop_listing(struct node *n);
 
 /* cache_listing.c: path's parent (into parent, len bytes) and last name */
 void cache_split(const char *path, char *parent, size_t len, const char **base);
-/* Takes name out of dir's listing, if it has one. */
-void cache_listing_del(struct node *dir, const char *name);
+/* Takes name out of dir's listing, if it has one; whether it did. */
+bool cache_listing_del(struct node *dir, const char *name);
 
 /* cache_links.c: the names of one file, the link counts of directories */
 /* Takes n out of c->inos. */
@@ -80,5 +80,11 @@ void cache_sync_names(struct cache *c, struct node *n);
 void cache_name_gone(struct cache *c, struct node *n);
 /* Sets a directory's link count from its listing. */
 void cache_dir_nlink(struct cache *c, struct node *dir);
+/* dir's listing gained (add) or lost one child, a directory (child_dir
+ * 1) or not (0), or not cached (-1): its count moves by that child alone
+ * when it was whole, and is counted again otherwise, so a tree written
+ * into a directory costs no walk of its listing per name. */
+void cache_dir_nlink_step(struct cache *c, struct node *dir, int child_dir,
+			  bool add);
 
 #endif

@@ -132,3 +132,14 @@ void cache_dir_nlink(struct cache *c, struct node *dir)
 	}
 	dir->attr.st.st_nlink = nl;
 }
+
+void cache_dir_nlink_step(struct cache *c, struct node *dir, int child_dir,
+			  bool add)
+{
+	nlink_t *nl = &dir->attr.st.st_nlink;
+
+	if (*nl < 2 || child_dir < 0) /* could not count, or cannot now */
+		cache_dir_nlink(c, dir);
+	else if (child_dir)
+		*nl = add ? *nl + 1 : *nl - 1;
+}

@@ -224,24 +224,25 @@ static long listing_find(const struct node *dir, const char *name, size_t *off)
 	return -1;
 }
 
-void cache_listing_del(struct node *dir, const char *name)
+bool cache_listing_del(struct node *dir, const char *name)
 {
 	size_t off, l;
 
 	if (!dir || !dir->names || listing_find(dir, name, &off) < 0)
-		return;
+		return false;
 	l = strlen(dir->names + off) + 1;
 	memmove(dir->names + off, dir->names + off + l,
 		dir->names_bytes - off - l);
 	dir->names_bytes -= l;
 	dir->nnames--;
+	return true;
 }
 
 void cache_listing_add(struct cache *c, const char *ns, const char *path)
 {
 	char parent[4096];
 	const char *base;
-	struct node *dir;
+	struct node *dir, *cn;
 	size_t off;
 
 	cache_split(path, parent, sizeof(parent), &base);
@@ -256,7 +257,10 @@ void cache_listing_add(struct cache *c, const char *ns, const char *path)
 			dir->names = nb;
 			dir->names_bytes += l;
 			dir->nnames++;
-			cache_dir_nlink(c, dir);
+			cn = cache_lookup(c, ns, path);
+			cache_dir_nlink_step(
+			    c, dir, cn ? S_ISDIR(cn->attr.st.st_mode) : -1,
+			    true);
 		} else {
 			cache_drop_listing(dir);
 		}

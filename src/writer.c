@@ -41,6 +41,13 @@ struct writer *writer_new(struct engine *e, struct meta *m, struct spool *s,
 	w->m = m;
 	w->spool = s;
 	w->mem_cap = mem_cap;
+	w->nslots = 256;
+	w->slots = calloc(w->nslots, sizeof(*w->slots));
+	if (!w->slots) {
+		wbstatus_free(w->status);
+		free(w);
+		return NULL;
+	}
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
 	pthread_cond_init(&w->flush_cond, NULL);
@@ -53,6 +60,7 @@ void writer_free(struct writer *w)
 		return;
 	writer_drain(w);
 	free(w->busy);
+	free(w->slots);
 	pthread_cond_destroy(&w->flush_cond);
 	pthread_mutex_destroy(&w->lock);
 	pthread_cond_destroy(&w->cond);
@@ -68,12 +76,83 @@ static bool below(const char *path, const char *dir, size_t dlen, bool deep)
 	       (deep || !strchr(path + dlen + 1, '/'));
 }
 
+/* FNV-1a of the container id and the path. */
+static size_t key_hash(const char *ctr_id, const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const char *p = ctr_id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	h = (h ^ '\n') * 1099511628211ULL;
+	for (const char *p = path; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+/* w->lock held: twice the slots once there are more files than slots (a
+ * table that cannot grow keeps its slots: longer chains, same answers). */
+static void index_grow_locked(struct writer *w)
+{
+	size_t n = w->nslots * 2;
+	struct wfile **slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return;
+	for (size_t i = 0; i < w->nslots; i++) {
+		for (struct wfile *f = w->slots[i], *next; f; f = next) {
+			next = f->hnext;
+			f->hnext = slots[f->hash & (n - 1)];
+			slots[f->hash & (n - 1)] = f;
+		}
+	}
+	free(w->slots);
+	w->slots = slots;
+	w->nslots = n;
+}
+
+static void index_add_locked(struct writer *w, struct wfile *f)
+{
+	struct wfile **slot;
+
+	if (w->nindexed >= w->nslots)
+		index_grow_locked(w);
+	f->hash = key_hash(f->ctr.id, f->path);
+	slot = &w->slots[f->hash & (w->nslots - 1)];
+	f->hnext = *slot;
+	*slot = f;
+	w->nindexed++;
+}
+
+static void index_del_locked(struct writer *w, struct wfile *f)
+{
+	for (struct wfile **pp = &w->slots[f->hash & (w->nslots - 1)]; *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == f) {
+			*pp = f->hnext;
+			w->nindexed--;
+			return;
+		}
+	}
+}
+
+/* w->lock held: f's path is p (allocated) from now on. */
+static void repath_locked(struct writer *w, struct wfile *f, char *p)
+{
+	index_del_locked(w, f);
+	free(f->path);
+	f->path = p;
+	index_add_locked(w, f);
+}
+
 struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
 				 const char *path)
 {
-	for (struct wfile *f = w->files; f; f = f->next)
-		if (!f->unlinked && strcmp(f->ctr.id, ctr_id) == 0 &&
-		    strcmp(f->path, path) == 0)
+	size_t h = key_hash(ctr_id, path);
+
+	for (struct wfile *f = w->slots[h & (w->nslots - 1)]; f; f = f->hnext)
+		if (f->hash == h && !f->unlinked &&
+		    strcmp(f->path, path) == 0 &&
+		    strcmp(f->ctr.id, ctr_id) == 0)
 			return f;
 	return NULL;
 }
@@ -113,12 +192,19 @@ struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
 	return find_ref(w, ctr_id, path, true);
 }
 
-/* w->lock held: takes f off the list (if it is there). */
+void writer_list_locked(struct writer *w, struct wfile *f)
+{
+	f->next = w->files;
+	w->files = f;
+	index_add_locked(w, f);
+}
+
 void writer_unlist_locked(struct writer *w, struct wfile *f)
 {
 	for (struct wfile **pp = &w->files; *pp; pp = &(*pp)->next) {
 		if (*pp == f) {
 			*pp = f->next;
+			index_del_locked(w, f);
 			return;
 		}
 	}
@@ -217,8 +303,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	if (other) {
 		take_locked(other, true);
 	} else {
-		f->next = w->files;
-		w->files = f;
+		writer_list_locked(w, f);
 	}
 	pthread_mutex_unlock(&w->lock);
 	if (other) {
@@ -545,8 +630,7 @@ int wfile_setxattr(struct wfile *f, const char *name, const void *value,
 static void set_path_locked(struct wfile *f, char *p)
 {
 	pthread_mutex_lock(&f->w->lock); /* writer_find() reads the path */
-	free(f->path);
-	f->path = p;
+	repath_locked(f->w, f, p);
 	pthread_mutex_unlock(&f->w->lock);
 }
 
@@ -594,8 +678,7 @@ int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
 	if (ret == 0) {
 		pthread_mutex_lock(&w->lock); /* writer_find() reads these */
 		if (f) {
-			free(f->path);
-			f->path = p;
+			repath_locked(w, f, p);
 			p = NULL;
 			/* not moved: what the container holds at newpath
 			 * stays until f's commit replaces it, so an unlink

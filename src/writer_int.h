@@ -67,6 +67,8 @@ struct wfile {
 	struct jentry *jent; /* write-back: its journal entry, or NULL */
 	bool jkeep; /* the journal holds the only copy of its data: keep it */
 	struct wfile *next;
+	struct wfile *hnext; /* the index's chain (under w->lock) */
+	size_t hash;	     /* of its container id and path, as indexed */
 };
 
 /* Write-back's tries of one file's data: after a failure the delay before
@@ -96,6 +98,10 @@ struct writer {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct wfile *files;
+	/* files by container id and path: a lookup costs no walk of the
+	 * list, however many files write-back holds (under lock) */
+	struct wfile **slots;
+	size_t nslots, nindexed;
 	struct item *queue;
 	char **busy; /* "ctr id/parent" keys being committed */
 	size_t nbusy;
@@ -107,6 +113,10 @@ struct writer {
 	bool drain_gone; /* the drain found the engine gone (flusher only) */
 	bool stopping;
 	pthread_cond_t flush_cond;
+	/* the due the flusher sleeps until (INFINITY: no file is pending;
+	 * 0: it is busy and looks again): a file queued later than it needs
+	 * no wake-up, so a tree copied in wakes it once, not per file */
+	double flusher_until;
 	long long mem_cap;     /* bytes the memory spool may hold, in all */
 	atomic_llong mem_used; /* what the files in it reserved */
 	struct wbstatus
@@ -117,6 +127,8 @@ struct writer {
 /* writer.c. w->lock held: the wfile of path (not removed), or NULL. */
 struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
 				 const char *path);
+/* writer.c. w->lock held: puts f on the list (and in the index). */
+void writer_list_locked(struct writer *w, struct wfile *f);
 /* writer.c. w->lock held: takes f off the list (if it is there). */
 void writer_unlist_locked(struct writer *w, struct wfile *f);
 /* writer.c. Frees a wfile nobody references any more, or never listed. */

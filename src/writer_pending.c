@@ -73,8 +73,7 @@ static int entry_list(struct writer *w, struct wfile *f)
 	if (writer_find_locked(w, f->ctr.id, f->path)) {
 		ret = -EEXIST;
 	} else {
-		f->next = w->files;
-		w->files = f;
+		writer_list_locked(w, f);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return ret;

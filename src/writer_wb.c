@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -50,8 +51,9 @@ bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty)
 		f->pending = true;
 		f->due = now_mono() +
 			 wb_delay(w->writeback, atomic_load(&f->attempts));
+		if (f->due < w->flusher_until)
+			pthread_cond_broadcast(&w->flush_cond);
 	}
-	pthread_cond_broadcast(&w->flush_cond);
 	return true;
 }
 
@@ -273,7 +275,9 @@ static void *flusher_main(void *arg)
 				first = f;
 		if (!first) {
 			pthread_cond_broadcast(&w->flush_cond); /* drained */
+			w->flusher_until = INFINITY;
 			pthread_cond_wait(&w->flush_cond, &w->lock);
+			w->flusher_until = 0;
 			continue;
 		}
 		if (first->due > now && !w->draining) {
@@ -288,7 +292,9 @@ static void *flusher_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
+			w->flusher_until = first->due;
 			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
+			w->flusher_until = 0;
 			continue;
 		}
 		for (struct wfile *f = w->files; f; f = f->next)

@@ -582,6 +582,29 @@ static void test_remove_root_child_drops_root_listing(void)
 	cache_free(c);
 }
 
+/* A directory the engine says is gone takes what was cached below it: no
+ * stale entry of it outlives it (cache_forget() walks below cached
+ * directories alone, and relies on this). */
+static void test_remove_dir_takes_what_is_below(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a;
+
+	put_listed_dir(c, 1000, 5000);
+	put_dir(c, "ns", "/d2", 1000);
+	put_file(c, "ns", "/d2/a", 1);
+	put_file(c, "ns", "/d2x", 1);
+	cache_remove(c, "ns", "/d");
+	CHECK_INT(cache_get(c, "ns", "/d/a", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_get(c, "ns", "/d/c", &a, NULL, 0), -ENOENT);
+	cache_remove(c, "ns", "/d2x"); /* a file: its namesake stays */
+	CHECK_INT(cache_get(c, "ns", "/d2/a", &a, NULL, 0), 0);
+	cache_forget(c, "ns", "/d2", true);
+	CHECK_INT(cache_get(c, "ns", "/d2/a", &a, NULL, 0), -ENOENT);
+	CHECK_INT(cache_count(c), 0);
+	cache_free(c);
+}
+
 static void test_remove_keeps_other_listings(void)
 {
 	struct cache *c = cache_new(100);
@@ -1064,6 +1087,18 @@ static void test_dir_nlink(void)
 	cache_listing_add(c, "ns", "/d/new"); /* not cached: cannot count */
 	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
 	CHECK_INT((int)a.st.st_nlink, 1);
+	put_file(c, "ns", "/d/new", 1); /* known now: the next add counts */
+	put_dir(c, "ns", "/d/w", 1000);
+	cache_listing_add(c, "ns", "/d/w");
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 5);
+	cache_forget(c, "ns", "/d/new", false);	 /* a file: no change */
+	cache_forget(c, "ns", "/d/gone", false); /* not listed: no change */
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 5);
+	cache_forget(c, "ns", "/d/w", true);
+	CHECK_INT(cache_get(c, "ns", "/d", &a, NULL, 0), 0);
+	CHECK_INT((int)a.st.st_nlink, 4);
 	cache_free(c);
 }
 
@@ -1123,6 +1158,7 @@ int main(void)
 	test_remove_child_drops_parent_listing();
 	test_remove_uncached_child_drops_parent_listing();
 	test_remove_root_child_drops_root_listing();
+	test_remove_dir_takes_what_is_below();
 	test_remove_keeps_other_listings();
 	test_drop_ns();
 	test_touch();
