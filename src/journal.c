@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -146,6 +148,7 @@ const char *journal_path(const struct journal *j)
  * held): its fd, or -errno. */
 static int run_dir(struct journal *j, int where)
 {
+	struct statfs sfs;
 	int fd;
 
 	if (j->run_fd[where] >= 0)
@@ -162,6 +165,8 @@ static int run_dir(struct journal *j, int where)
 		}
 		j->dfd[where] = fd;
 	}
+	j->volatile_fs[where] =
+	    fstatfs(j->dfd[where], &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
 	if (mkdirat(j->dfd[where], j->run, 0700) < 0)
 		return -errno;
 	fsync(j->dfd[where]);
@@ -228,7 +233,8 @@ bool journal_recorded(const struct jentry *ent)
 
 /* Writes the record r under name in dfd, replacing what was there in one
  * step: written aside, synced, renamed, the directory synced. */
-static int write_record(int dfd, const char *name, const struct jrecord *r)
+static int write_record(int dfd, const char *name, const struct jrecord *r,
+			bool sync)
 {
 	char tmp[80], *buf = malloc(JRECORD_MAX);
 	ssize_t len = buf ? jrecord_encode(r, buf, JRECORD_MAX) : -ENOMEM;
@@ -253,13 +259,13 @@ static int write_record(int dfd, const char *name, const struct jrecord *r)
 		else
 			off += n;
 	}
-	if (ret == 0 && fsync(fd) < 0)
+	if (ret == 0 && sync && fsync(fd) < 0)
 		ret = -errno;
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
 		ret = -errno;
 	if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		ret = -errno;
-	if (ret == 0 && fsync(dfd) < 0)
+	if (ret == 0 && sync && fsync(dfd) < 0)
 		ret = -errno;
 	if (ret < 0 && fd >= 0)
 		unlinkat(dfd, tmp, 0);
@@ -348,7 +354,7 @@ int journal_put(struct journal *j, struct jentry **entp, int fd,
 	}
 	snprintf(r->data, sizeof(r->data), "%s", data);
 	snprintf(rec, sizeof(rec), "%s" REC_SFX, ent->key);
-	ret = write_record(dfd, rec, r);
+	ret = write_record(dfd, rec, r, !j->volatile_fs[where]);
 	if (ret < 0) {
 		if (fresh)
 			unlinkat(dfd, data, 0);

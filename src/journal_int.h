@@ -20,7 +20,11 @@ enum { J_DISK, J_MEM, J_WHERE };
 struct journal {
 	char dir[J_WHERE][PATH_MAX]; /* the journal and its twin on the tmpfs */
 	int dfd[J_WHERE];	     /* open, or -1 */
-	dev_t shm_dev;		     /* the tmpfs memory spool files are on */
+	/* on a filesystem that fsync cannot make any more durable (a
+	 * tmpfs: it outlives the daemon, never a reboot): records there
+	 * are written without it, two calls fewer per change */
+	bool volatile_fs[J_WHERE];
+	dev_t shm_dev; /* the tmpfs memory spool files are on */
 	char engine[512];
 	char run[64];	     /* this run's directory name, "" before start */
 	int run_fd[J_WHERE]; /* this run's directories (locked), or -1 */
