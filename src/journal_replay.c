@@ -42,9 +42,11 @@ struct replay {
 	struct spool *spool; /* for rescue copies, made at the first */
 	struct found *list;
 	size_t n, cap;
-	int *dirs; /* the runs' directories, locked: closed at the end */
-	char (*dir_names)[64];
-	int *dir_where;
+	struct run_dir {
+		int fd;	   /* locked: closed at the end */
+		int where; /* J_DISK or J_MEM */
+		char name[64];
+	} * dirs; /* the runs' directories */
 	size_t ndirs;
 	size_t left; /* entries left for another engine or a later start */
 };
@@ -97,7 +99,7 @@ static void scan_run(struct replay *rp, int where, const char *name)
 {
 	int dfd = openat(rp->j->dfd[where], name,
 			 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	void *nd, *nn, *nw;
+	struct run_dir *nd;
 	struct dirent *de;
 	DIR *d;
 
@@ -112,21 +114,14 @@ static void scan_run(struct replay *rp, int where, const char *name)
 		return;
 	}
 	nd = realloc(rp->dirs, (rp->ndirs + 1) * sizeof(*rp->dirs));
-	if (nd)
-		rp->dirs = nd;
-	nn = realloc(rp->dir_names, (rp->ndirs + 1) * sizeof(*rp->dir_names));
-	if (nn)
-		rp->dir_names = nn;
-	nw = realloc(rp->dir_where, (rp->ndirs + 1) * sizeof(*rp->dir_where));
-	if (nw)
-		rp->dir_where = nw;
-	if (!nd || !nn || !nw) {
+	if (!nd) {
 		close(dfd);
 		return;
 	}
-	rp->dirs[rp->ndirs] = dfd;
-	rp->dir_where[rp->ndirs] = where;
-	snprintf(rp->dir_names[rp->ndirs++], 64, "%.63s", name);
+	rp->dirs = nd;
+	nd[rp->ndirs].fd = dfd;
+	nd[rp->ndirs].where = where;
+	snprintf(nd[rp->ndirs++].name, sizeof(nd->name), "%.63s", name);
 	d = open_entries(dfd);
 	if (!d)
 		return;
@@ -498,7 +493,7 @@ static bool still_named(const struct replay *rp, int dfd, const char *nm)
  * itself when empty. */
 static void sweep_run(struct replay *rp, size_t i)
 {
-	int dfd = rp->dirs[i], where = rp->dir_where[i];
+	int dfd = rp->dirs[i].fd, where = rp->dirs[i].where;
 	struct dirent *de;
 	DIR *d = open_entries(dfd);
 
@@ -514,7 +509,7 @@ static void sweep_run(struct replay *rp, size_t i)
 	}
 	if (d)
 		closedir(d);
-	if (unlinkat(rp->j->dfd[where], rp->dir_names[i], AT_REMOVEDIR) == 0)
+	if (unlinkat(rp->j->dfd[where], rp->dirs[i].name, AT_REMOVEDIR) == 0)
 		fsync(rp->j->dfd[where]);
 }
 
@@ -578,11 +573,9 @@ void journal_replay(struct journal *j, struct engine *e)
 			rp.left, j->dir[J_DISK]);
 	for (size_t i = 0; i < rp.ndirs; i++) {
 		sweep_run(&rp, i);
-		close(rp.dirs[i]);
+		close(rp.dirs[i].fd);
 	}
 	spool_free(rp.spool);
 	free(rp.list);
 	free(rp.dirs);
-	free(rp.dir_names);
-	free(rp.dir_where);
 }
