@@ -356,6 +356,7 @@ out_free:
 static void mark_dirty(struct wfile *f)
 {
 	engine_clock(f->w->e, &f->st.st_ctim);
+	atomic_store(&f->changed, now_mono());
 	f->dirty = true;
 	f->failed = false; /* the next close tries it, whatever the last did */
 	atomic_store(&f->attempts, 0); /* new content: tried anew */

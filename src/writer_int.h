@@ -54,6 +54,9 @@ struct wfile {
 	bool pending;  /* write-back: closed, to be committed at due */
 	bool flushing; /* write-back: in the flusher's PUT now */
 	double due;
+	/* when its content, attributes or name last changed (now_mono()):
+	 * read under w->lock alone, written under f->lock too */
+	_Atomic double changed;
 	unsigned long opens; /* references taken by lookups and opens */
 	atomic_int attempts; /* write-back commits of its data that failed */
 	atomic_int last_err; /* the last one's -errno */

@@ -37,6 +37,21 @@ static double wb_delay(double wb, int attempts)
 	return d < cap ? d : cap;
 }
 
+/* w->lock held: when pending f may go. A file never tried waits, beyond
+ * its due, until it has not changed for half the delay: rsync and cp -p
+ * change a file right after its close (times, mode, its final name), and
+ * in a batch each change would wait for its PUT, then need a commit of
+ * its own (a rename, the container's mv). What waits is what changed
+ * last, so a directory's attributes set after its files never go before
+ * them. */
+static double ready_at(const struct writer *w, const struct wfile *f)
+{
+	double settled = atomic_load(&f->changed) + w->writeback / 2;
+
+	return atomic_load(&f->attempts) == 0 && settled > f->due ? settled
+								  : f->due;
+}
+
 /* w->lock held: queues f for write-back if it has data to send (dirty:
  * changed since its last commit) and write-back has not given up on it;
  * one already queued or being sent keeps its place. Whether it waits for
@@ -51,7 +66,7 @@ bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty)
 		f->pending = true;
 		f->due = now_mono() +
 			 wb_delay(w->writeback, atomic_load(&f->attempts));
-		if (f->due < w->flusher_until)
+		if (ready_at(w, f) < w->flusher_until)
 			pthread_cond_broadcast(&w->flush_cond);
 	}
 	return true;
@@ -66,6 +81,7 @@ int wfile_queue(struct wfile *f)
 	if (f->dirty && !f->error && !f->unlinked)
 		ret = writer_journal_locked(f);
 	if (ret == 0) {
+		atomic_store(&f->changed, now_mono()); /* closed now */
 		pthread_mutex_lock(&f->w->lock);
 		writer_wb_queue_locked(f->w, f, f->dirty);
 		pthread_mutex_unlock(&f->w->lock);
@@ -256,7 +272,10 @@ static bool batchable(const struct writer *w, const struct wfile *f,
 	    atomic_load(&f->attempts) >= WB_ALONE ||
 	    atomic_load(&first->attempts) >= WB_ALONE)
 		return false;
-	return f->due <= now || w->draining || atomic_load(&f->attempts) == 0;
+	/* one never tried joins early, unless it changed a moment ago */
+	return w->draining || ready_at(w, f) <= now ||
+	       (atomic_load(&f->attempts) == 0 &&
+		atomic_load(&f->changed) <= now - w->writeback / 2);
 }
 
 static void *flusher_main(void *arg)
@@ -271,7 +290,8 @@ static void *flusher_main(void *arg)
 		bool draining;
 
 		for (struct wfile *f = w->files; f; f = f->next)
-			if (f->pending && (!first || f->due < first->due))
+			if (f->pending &&
+			    (!first || ready_at(w, f) < ready_at(w, first)))
 				first = f;
 		if (!first) {
 			pthread_cond_broadcast(&w->flush_cond); /* drained */
@@ -280,9 +300,9 @@ static void *flusher_main(void *arg)
 			w->flusher_until = 0;
 			continue;
 		}
-		if (first->due > now && !w->draining) {
+		if (ready_at(w, first) > now && !w->draining) {
 			struct timespec ts;
-			double wait = first->due - now;
+			double wait = ready_at(w, first) - now;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (time_t)wait;
@@ -292,7 +312,7 @@ static void *flusher_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			w->flusher_until = first->due;
+			w->flusher_until = ready_at(w, first);
 			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
 			w->flusher_until = 0;
 			continue;
@@ -367,8 +387,10 @@ static int settle_list(struct writer *w, struct wfile **list, size_t n,
 {
 	int ret = 0;
 
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		list[i]->due = 0; /* now */
+		atomic_store(&list[i]->changed, 0.0);
+	}
 	for (;;) {
 		bool any = false;
 

@@ -255,6 +255,36 @@ def test_rsync_a_lands_each_file_once_under_its_final_name(mount, container, tmp
     assert files == want, f"{len(files)} files landed for {nfiles}: {files[:6]}"
 
 
+def test_rsync_a_with_a_short_delay_lands_each_file_once(mount, container, tmp_path):
+    """With a delay shorter than the copy, batches go while rsync still
+    writes. A file it closed a moment ago is left for the next batch: rsync
+    sets its times and mode and renames it right after the close, and in
+    the batch each of those waited for the PUT and then needed a commit of
+    its own (the rename a `mv` in the container). Each file lands once,
+    under its final name, with no line to the container's shell."""
+    c = container()
+    src = tmp_path / "src"
+    for d in range(5):
+        (src / f"d{d}").mkdir(parents=True)
+        for i in range(300):
+            (src / f"d{d}" / f"f{i}").write_bytes(os.urandom(64 + i))
+    m = mount("-d", "-o", "writeback=0.3")
+    run_tool("rsync", "-a", f"{src}/", m.p(c, "/rs/"))
+    assert fsync_path(m.p(c, "/rs")) is None
+    keys = ("type", "perm", "mtime", "size", "sha256")
+    diff = tree_diff(tar_tree(c, "/rs"), host_tree(str(src)), keys=keys)
+    assert not diff, diff
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    batches = len(re.findall(r"write-back: \d+ files in '[^']*' with one PUT", log))
+    assert batches >= 3, f"{batches} batches: none went during the copy, the test proves nothing"
+    assert re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log) == []
+    assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) == 0
+    files = [p for p in re.findall(r"landed '([^']*)' in container", log) if "/f" in p]
+    assert len(files) == len(set(files)) == 1500, \
+        f"{len(files)} landings of {len(set(files))} files"
+
+
 def test_cp_a_lands_each_file_once_with_its_attributes(mount, container, tmp_path):
     """cp -a writes each file under its name, closes it, then sets its
     times, owner and mode: those fold into the pending file, which lands
