@@ -46,6 +46,9 @@ static int site_open(struct site *s, const struct fs_config *cfg, size_t n)
 	s->cache = cache_new(CACHE_MAX_ENTRIES);
 	if (!s->cache)
 		return -ENOMEM;
+	/* Podman's tar rounds a time to the second, Docker's cuts it */
+	cache_set_tar_rounding(s->cache,
+			       engine_quirks(s->e)->tar_rounds_seconds);
 	cache_set_data_budget(s->cache, CACHE_DATA_BUDGET / (off_t)n);
 	s->meta = meta_new(s->e, s->cache, cfg->attr_timeout, reader_ctr_busy,
 			   s->spool);
@@ -67,8 +70,6 @@ static int site_open(struct site *s, const struct fs_config *cfg, size_t n)
 
 int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 {
-	bool podman = false;
-
 	fs->sites = calloc(n, sizeof(*fs->sites));
 	if (!fs->sites)
 		return -ENOMEM;
@@ -83,13 +84,9 @@ int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 		s->e = engines[i].e;
 		/* without write-back, replayed at start and no more */
 		s->journal = fs->cfg.writeback > 0 ? engines[i].journal : NULL;
-		podman = podman || engine_quirks(s->e)->tar_rounds_seconds;
 		if (site_open(s, &fs->cfg, n) < 0)
 			return -ENOMEM;
 	}
-	/* process-wide: a mount with a Podman engine compares every tar
-	 * header's second Podman's way (docs/design.md, Limits there) */
-	cache_set_tar_rounding(podman);
 	/* reads drain to the first engine's spool */
 	reader_set_spool(fs->sites[0].spool);
 	return 0;

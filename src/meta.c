@@ -360,7 +360,7 @@ int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
 	 * file's content held here stays only if it holds for this answer
 	 * (a whole second and the same size also fit content changed within
 	 * that second). Nanoseconds held that differ say it changed. */
-	if (have_old && same_head(&old->st, &a.st) &&
+	if (have_old && same_head(m, &old->st, &a.st) &&
 	    (old->flags & CACHE_OWNER) &&
 	    (old->st.st_mtim.tv_nsec == 0 ||
 	     old->st.st_mtim.tv_nsec == a.st.st_mtim.tv_nsec)) {
