@@ -87,8 +87,6 @@ int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 		if (site_open(s, &fs->cfg, n) < 0)
 			return -ENOMEM;
 	}
-	/* reads drain to the first engine's spool */
-	reader_set_spool(fs->sites[0].spool);
 	return 0;
 }
 

@@ -30,6 +30,7 @@ struct reader {
 	pthread_mutex_t lock;
 	struct engine *e;
 	struct meta *m;
+	struct spool *drain_to; /* its engine's, or NULL: never drained */
 	struct ctr ctr;
 	char *path;
 	struct engine_stream *s;
@@ -58,20 +59,14 @@ static int drain(struct reader *r, off_t max);
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *registry;
-static struct spool *drain_spool;
-
-void reader_set_spool(struct spool *s)
-{
-	drain_spool = s;
-}
 
 static ssize_t stream_source(void *ctx, const void **buf)
 {
 	return engine_stream_read(ctx, buf);
 }
 
-int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
-	       const char *path, struct reader **out)
+int reader_new(struct engine *e, struct meta *m, struct spool *drain_to,
+	       const struct ctr *c, const char *path, struct reader **out)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 
@@ -84,6 +79,7 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 	}
 	r->e = e;
 	r->m = m;
+	r->drain_to = drain_to;
 	r->ctr = *c;
 	r->last_used = now_mono();
 	r->idle_allow = 0;
@@ -516,7 +512,7 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd)
 {
 	struct reader *r;
-	int ret = reader_new(e, m, c, path, &r);
+	int ret = reader_new(e, m, NULL, c, path, &r);
 
 	if (ret < 0)
 		return ret;
@@ -545,9 +541,9 @@ static int drain(struct reader *r, off_t max)
 
 	bool was;
 
-	if (!drain_spool || r->size - r->pos > max)
+	if (!r->drain_to || r->size - r->pos > max)
 		return -EFBIG;
-	fd = spool_file(drain_spool);
+	fd = spool_file(r->drain_to);
 	if (fd < 0)
 		return fd;
 	/* for this reader's sake, not for the caller in whose thread it runs */

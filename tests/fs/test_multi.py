@@ -193,6 +193,51 @@ def test_engine_stopped_mid_copy_other_serves(two, private_engine, container, mo
     assert m.alive()
 
 
+def spool_dirs(m):
+    """Each engine's spool directory, as the daemon (-d) logs it."""
+    with open(m.log, errors="replace") as f:
+        return dict(re.findall(r"(\w+): spool: (\S+);", f.read()))
+
+
+def test_drain_goes_to_its_engines_spool(two, container, mount):
+    """A read of the second engine's file left idle is drained to disk:
+    into that engine's spool directory, not the first engine's (the
+    drain file, unlinked from the start, is one of the daemon's open
+    files); the rest is then read from it, byte for byte."""
+    e1, e2, env = two
+    c2 = container(engine=e2)
+    c2.sh("dd if=/dev/urandom of=/big bs=1M count=16 2>/dev/null")
+    want = c2.cp_sha256("/big")
+    m = mount("-d", "-o", "engines=one,two", host=False, env=env)
+    spools = spool_dirs(m)
+    assert sorted(spools) == ["one", "two"] and spools["one"] != spools["two"], spools
+    drained = lambda: "drained" in open(m.log, errors="replace").read()
+
+    def open_files():
+        d = f"/proc/{m.pid}/fd"
+        out = []
+        for n in os.listdir(d):
+            try:
+                out.append(os.readlink(os.path.join(d, n)))
+            except OSError:
+                pass
+        return out
+
+    with open(os.path.join(m.path, "two", c2.name, "big"), "rb", buffering=0) as f:
+        h = hashlib.sha256(call_with_timeout(f.read, MIB, timeout=OP_TIMEOUT))
+        # idle for 2 s, the transfer is drained to the spool
+        assert wait_for(drained, timeout=30), "the idle transfer was not drained"
+        files = open_files()
+        where = {name: [p for p in files if p.startswith(d + "/")] for name, d in spools.items()}
+        assert where["two"] and not where["one"], where
+        while True:
+            b = call_with_timeout(f.read, MIB, timeout=OP_TIMEOUT)
+            if not b:
+                break
+            h.update(b)
+    assert h.hexdigest() == want
+
+
 def test_each_engine_follows_its_events(two, container, mount):
     """engines=all: a container started, renamed and removed in each
     engine shows in its directory within a second, while the access-time
