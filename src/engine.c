@@ -859,7 +859,7 @@ bool engine_caller_abandoned(struct engine *e)
 void engine_preempt(struct engine *e, const char *ctr)
 {
 	if (e->preempt)
-		e->preempt(ctr);
+		e->preempt(e, ctr);
 }
 
 /* Sends a JSON body with method POST; the reply as engine_request(). */

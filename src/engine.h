@@ -110,10 +110,10 @@ bool engine_get_pays(struct engine *e, size_t stale, off_t bytes, double *head,
 /*
  * The engine serializes archive calls (and exec) per container: a call
  * waits until an open GET on the same container has been read to its end.
- * fn is called with the container's id before each such call, to close
- * transfers of ours that sit idle on it.
+ * fn is called with the engine and the container's id before each such
+ * call, to close transfers of ours that sit idle on it.
  */
-typedef void (*engine_preempt_fn)(const char *ctr_id);
+typedef void (*engine_preempt_fn)(const struct engine *e, const char *ctr_id);
 void engine_set_preempt(struct engine *e, engine_preempt_fn fn);
 
 /*

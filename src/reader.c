@@ -430,9 +430,17 @@ static bool idle_transfer(struct reader *r, const void *arg)
 	return r->t && now_mono() - r->last_used > r->idle_allow;
 }
 
+/* the container of an engine whose transfer a call needs ended */
+struct ctr_key {
+	const struct engine *e;
+	const char *id;
+};
+
 static bool ctr_transfer(struct reader *r, const void *arg)
 {
-	return r->t && strcmp(r->ctr.id, arg) == 0;
+	const struct ctr_key *k = arg;
+
+	return r->t && r->e == k->e && strcmp(r->ctr.id, k->id) == 0;
 }
 
 /*
@@ -476,13 +484,13 @@ void reader_reap(double idle)
 	}
 }
 
-bool reader_ctr_busy(const char *ctr_id)
+bool reader_ctr_busy(const struct engine *e, const char *ctr_id)
 {
 	bool busy = false;
 
 	pthread_mutex_lock(&registry_lock);
 	for (struct reader *r = registry; r && !busy; r = r->next)
-		busy = atomic_load(&r->streaming) &&
+		busy = atomic_load(&r->streaming) && r->e == e &&
 		       strcmp(r->ctr.id, ctr_id) == 0;
 	pthread_mutex_unlock(&registry_lock);
 	return busy;
@@ -566,13 +574,14 @@ static int drain(struct reader *r, off_t max)
 	return 0;
 }
 
-void reader_preempt(const char *ctr_id)
+void reader_preempt(const struct engine *e, const char *ctr_id)
 {
+	const struct ctr_key k = {e, ctr_id};
 	struct reader *r;
 
 	/* a reader between reads would hold the container until
 	 * idle-closed; each pick ends its reader's transfer */
-	while ((r = pick(ctr_transfer, ctr_id))) {
+	while ((r = pick(ctr_transfer, &k))) {
 		if (drain(r, DRAIN_PREEMPT) < 0 && r->t) {
 			log_dbg("'%s': transfer closed at offset %lld for "
 				"another call on the container",

@@ -41,13 +41,14 @@ void reader_free(struct reader *r);
 int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd);
 
-/* True while a reader of the container has a transfer open: the engine
- * then makes every other archive call on that container wait. */
-bool reader_ctr_busy(const char *ctr_id);
+/* True while a reader of the container (ctr_id of engine e: a mount's
+ * engines may share an id) has a transfer open: the engine then makes
+ * every other archive call on that container wait. */
+bool reader_ctr_busy(const struct engine *e, const char *ctr_id);
 
 /* Closes the open transfers of readers of the container that are not in
  * a read right now (see engine_set_preempt()). */
-void reader_preempt(const char *ctr_id);
+void reader_preempt(const struct engine *e, const char *ctr_id);
 
 /* Closes the transfers of every reader idle for longer than idle seconds. */
 void reader_reap(double idle);

@@ -15,6 +15,7 @@ import threading
 
 import pytest
 
+from faultproxy import FaultProxy
 from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, errno_of, read_file, sha256_file, wait_for, wb_status
 
 OP_TIMEOUT = 60
@@ -236,6 +237,54 @@ def test_drain_goes_to_its_engines_spool(two, container, mount):
                 break
             h.update(b)
     assert h.hexdigest() == want
+
+
+@pytest.fixture
+def twin(engine, base_dir):
+    """Two proxies in front of the session engine, as two engines of one
+    mount ("left" and "right"): the same container ids in both, as two
+    engines of a copied data root have. (left, right)."""
+    d = os.path.join(base_dir, f"twin-{os.getpid()}-{os.urandom(3).hex()}")
+    os.mkdir(d)
+    left = FaultProxy(engine.sock, os.path.join(d, "left.sock"))
+    right = FaultProxy(engine.sock, os.path.join(d, "right.sock"))
+    yield left, right
+    left.close()
+    right.close()
+
+
+def execs(proxy, since):
+    return [l for l in proxy.seen[since:] if "/exec" in l]
+
+
+def test_one_id_in_two_engines_has_a_shell_each(twin, container, mount):
+    """A container id that two engines of the mount hold: a tool run
+    through the second engine goes to a shell of that engine's own
+    (an exec it makes), not to the shell the first engine kept."""
+    left, right = twin
+    c = container()
+    c.sh("touch /a /b")
+    m = mount("-o", "host=" + left.url, "-o", "host=" + right.url, host=False)
+    assert sorted(m.listdir()) == ["left", "right"]
+    os.unlink(os.path.join(m.path, "left", c.name, "a"))
+    assert execs(left, 0), "no exec through the first engine"
+    n = len(right.seen)
+    os.unlink(os.path.join(m.path, "right", c.name, "b"))
+    assert execs(right, n), right.seen[n:]
+    assert c.sh("ls /a /b 2>/dev/null; true") == b""
+
+
+def test_one_id_in_two_engines_free_space_each(twin, container, mount):
+    """df of one container id through two engines, one right after the
+    other: the second is asked of the second engine, not answered from
+    what the first engine said (kept 2 s)."""
+    left, right = twin
+    c = container()
+    m = mount("-o", "host=" + left.url, "-o", "host=" + right.url, host=False)
+    assert os.statvfs(os.path.join(m.path, "left", c.name)).f_blocks > 0
+    n = len(right.seen)
+    assert os.statvfs(os.path.join(m.path, "right", c.name)).f_blocks > 0
+    assert execs(right, n), right.seen[n:]
 
 
 def test_each_engine_follows_its_events(two, container, mount):
