@@ -111,10 +111,10 @@ void sites_start(struct fs *fs)
 	for (size_t i = 0; i < fs->nsites; i++) {
 		struct site *s = &fs->sites[i];
 
-		if (ctr_table_watch(s->ctrs) < 0)
-			log_err("cannot follow the %s%s%s events: the "
+		if (ctr_table_watch(s->ctrs, s->name) < 0)
+			log_err("cannot follow %s%s%s events: the "
 				"container list is read again on access",
-				*s->name ? "engine " : "engine's", s->name,
+				*s->name ? "engine " : "the engine's", s->name,
 				*s->name ? "'s" : "");
 		if (writer_set_writeback(s->writer, fs->cfg.writeback) < 0)
 			log_err("cannot start write-back: closes commit at "

@@ -312,6 +312,26 @@ def test_each_engine_follows_its_events(two, container, mount):
         assert wait_for(lambda: new not in m.listdir(d), timeout=1.0), f"removal in {name} not seen"
 
 
+def test_event_lines_name_their_engine(two, container, mount):
+    """With several engines, the event threads' lines say whose: a
+    container started in the second engine is "events (two)", and its
+    stream cut when the engine stops is one line naming engine two (a
+    single engine's lines stay as they were: test_events.py)."""
+    e1, e2, env = two
+    m = mount("-d", "-o", "engines=one,two", host=False, env=env)
+    text = lambda: open(m.log, errors="replace").read()
+    assert wait_for(lambda: len(re.findall(r"/events.*a stream", text())) >= 2), \
+        "two event streams did not open"
+    c = container(engine=e2)
+    assert wait_for(lambda: c.name in m.listdir(os.path.join(m.path, "two")), timeout=10)
+    assert "events (two): container start" in text(), text()[-3000:]
+    assert "events (one): container start" not in text()
+    e2.stop()
+    cut = lambda: [l for l in text().splitlines() if "cannot follow" in l]
+    assert wait_for(cut, timeout=30), "the cut stream was not logged"
+    assert len(cut()) == 1 and "engine two's events" in cut()[0], cut()
+
+
 def test_writeback_per_engine(two, container, mount):
     """Write-back with two engines: each engine's writer holds its own
     files, `ctrfs --status` names them ENGINE/CONTAINER, and a sync of one
