@@ -131,7 +131,10 @@ bool engine_set_abortable(bool on);
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg: -EPROTO for an engine that
  * gives no version, one that is not a version, or one older than
- * ENGINE_API_MIN. */
+ * ENGINE_API_MIN. An engine it cannot reach is not logged (the "does not
+ * answer" line of engine_note_reach()): msg says it, with curl's reason,
+ * the one line of a refused start; the engine counts as down until a
+ * call reaches it (then "answers again" is logged). */
 int engine_ping(struct engine *e, char *msg, size_t msglen);
 
 /*
