@@ -287,6 +287,46 @@ def test_one_id_in_two_engines_free_space_each(twin, container, mount):
     assert execs(right, n), right.seen[n:]
 
 
+def test_engine_down_at_start_served_once_back(two, container, mount):
+    """Of two engines, one stopped before the mount: the mount starts
+    (one line says that engine does not answer), its directory lists
+    empty and is EIO below while the other serves; started again, it is
+    served in the same mount, its outage never logged again."""
+    e1, e2, env = two
+    c1 = container()
+    c2 = container(engine=e2, args=["--restart", "always"])
+    c2.sh("echo hello > /hello")
+    e2.stop()
+    m = mount("-o", "engines=one,two", host=False, env=env)
+    one, two_dir = os.path.join(m.path, "one"), os.path.join(m.path, "two")
+    assert sorted(m.listdir()) == ["one", "two"]
+    assert m.listdir(two_dir) == []
+    assert errno_of(os.stat, os.path.join(two_dir, c2.name)) == errno.EIO
+    assert c1.name in m.listdir(one)
+    assert call_with_timeout(read_file, os.path.join(one, c1.name, "etc", "passwd"),
+                             timeout=OP_TIMEOUT).startswith(b"root:")
+    about = lambda: [l for l in open(m.log, errors="replace").read().splitlines()[1:]
+                     if e2.url in l or "engine two" in l or "'two'" in l]
+    said = about()
+    assert len(said) == 1 and "cannot connect to engine at " + e2.url in said[0] \
+        and "'two' is empty until it answers" in said[0], said
+    e2.start()
+    if c2.state() != "running":
+        c2.docker("start", c2.id)
+
+    def served():
+        try:
+            return (c2.name in m.listdir(two_dir) and
+                    read_file(os.path.join(two_dir, c2.name, "hello")) == b"hello\n")
+        except OSError:
+            return False
+
+    assert wait_for(served, timeout=30), "the engine was not served once back"
+    said = about()
+    assert len(said) == 2 and "engine two answers now" in said[1], said
+    assert m.alive()
+
+
 def test_each_engine_follows_its_events(two, container, mount):
     """engines=all: a container started, renamed and removed in each
     engine shows in its directory within a second, while the access-time
