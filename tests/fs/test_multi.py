@@ -12,6 +12,7 @@ import random
 import re
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -370,6 +371,45 @@ def test_event_lines_name_their_engine(two, container, mount):
     cut = lambda: [l for l in text().splitlines() if "cannot follow" in l]
     assert wait_for(cut, timeout=30), "the cut stream was not logged"
     assert len(cut()) == 1 and "engine two's events" in cut()[0], cut()
+
+
+def test_idle_mount_of_two_engines_asks_nothing(engine, private_engine, container, mount, base_dir):
+    """Two engines, each behind a counting proxy: once both event streams
+    are open and each engine's directory was listed, ten seconds of
+    looking at the root and at both engines' directories now and then
+    make no call to either engine (the streams stay the one request
+    each); the daemon's -d log says the same. bench/idle-calls measures
+    it over 60 s."""
+    e2 = private_engine()
+    c1 = container()
+    c2 = container(engine=e2)
+    d = os.path.join(base_dir, f"idle-{os.getpid()}-{os.urandom(3).hex()}")
+    os.mkdir(d)
+    px = {"one": FaultProxy(engine.sock, os.path.join(d, "one.sock")),
+          "two": FaultProxy(e2.sock, os.path.join(d, "two.sock"))}
+    try:
+        m = mount("-d", "-o", "host=" + px["one"].url, "-o", "host=" + px["two"].url, host=False)
+        engine_lines = lambda: [l for l in open(m.log, errors="replace").read().splitlines()
+                                if "engine: " in l]
+        streams = lambda: {n: sum("/events" in l for l in p.seen) for n, p in px.items()}
+        assert wait_for(lambda: streams() == {"one": 1, "two": 1}), streams()
+        dirs = {"one": c1.name, "two": c2.name}
+        for n, name in dirs.items():
+            assert name in m.listdir(os.path.join(m.path, n))
+        assert wait_for(lambda: len(re.findall(r"/events.*a stream", "\n".join(engine_lines()))) == 2)
+        before = {n: len(p.seen) for n, p in px.items()}
+        logged = engine_lines()
+        for _ in range(10):
+            time.sleep(1)
+            assert sorted(m.listdir()) == ["one", "two"]
+            for n, name in dirs.items():
+                assert name in m.listdir(os.path.join(m.path, n))
+        calls = {n: p.seen[before[n]:] for n, p in px.items()}
+        assert calls == {"one": [], "two": []}, calls
+        assert engine_lines() == logged, engine_lines()[len(logged):]
+    finally:
+        for p in px.values():
+            p.close()
 
 
 def test_writeback_per_engine(two, container, mount):
