@@ -171,6 +171,10 @@ static void *site_wait(void *arg)
 	}
 	atomic_store(&s->ready, true);
 	log_info("engine %s answers now: its containers are served", s->name);
+	if (engine_quirks(s->e)->owners_zero) /* as main.c says at start */
+		log_info("the engine %s is Podman: its archive API reports "
+			 "every owner as 0:0, and ctrfs shows what it reports",
+			 s->name);
 	if (ctr_table_watch(s->ctrs, s->name) < 0)
 		log_err("cannot follow engine %s's events: the container "
 			"list is read again on access",
