@@ -521,3 +521,16 @@ def test_two_engines_of_one_name_refused(engine, tmp_path, mnt):
     lines = err.strip().splitlines()
     name = base[:-len(".sock")] if base.endswith(".sock") else base
     assert len(lines) == 1 and f"two engines named '{name}'" in lines[0], lines
+
+
+def test_one_unreachable_context_is_one_line(tmp_path, mnt):
+    """-o engines= naming one context nobody answers at: refused as one
+    engine is (exit 2), in one line with curl's reason."""
+    cfg = str(tmp_path / "docker-config")
+    write_context(cfg, "dead", "tcp://127.0.0.1:1")
+    r = run_ctrfs(daemon_env(tmp_path, cfg), "-o", "engines=dead", mnt)
+    lines = r.stderr.decode(errors="replace").strip().splitlines()
+    assert r.returncode == 2, (r.returncode, lines)
+    assert not os.path.ismount(mnt)
+    assert lines == ["ctrfs: cannot connect to engine at tcp://127.0.0.1:1: "
+                     "Couldn't connect to server"], lines
