@@ -22,7 +22,8 @@
 #define TAIL 128
 
 struct agent {
-	char ctr[80];
+	const struct engine *e; /* with ctr, the key: a mount's engines may */
+	char ctr[80];		/* share a container id (a copied data root) */
 	pthread_mutex_t lock;
 	struct engine_raw *raw; /* NULL: no shell now */
 	char nonce[33];
@@ -42,18 +43,28 @@ struct agent {
 static pthread_mutex_t agents_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct agent *agents;
 
+/* The agent of container ctr of engine e, or NULL; agents_lock held. */
+static struct agent *find(const struct engine *e, const char *ctr)
+{
+	struct agent *a;
+
+	for (a = agents; a; a = a->next)
+		if (a->e == e && strcmp(a->ctr, ctr) == 0)
+			break;
+	return a;
+}
+
 /* The container's agent, made on first use, locked; NULL when another
  * thread holds it (or no memory). Locked under agents_lock, so reap()
  * never frees one between its lookup and its lock. */
-static struct agent *agent_of(const char *ctr)
+static struct agent *agent_of(const struct engine *e, const char *ctr)
 {
 	struct agent *a;
 
 	pthread_mutex_lock(&agents_lock);
-	for (a = agents; a; a = a->next)
-		if (strcmp(a->ctr, ctr) == 0)
-			break;
+	a = find(e, ctr);
 	if (!a && (a = calloc(1, sizeof(*a)))) {
+		a->e = e;
 		snprintf(a->ctr, sizeof(a->ctr), "%s", ctr);
 		pthread_mutex_init(&a->lock, NULL);
 		a->last_used = now_mono();
@@ -266,7 +277,7 @@ static int run(struct engine *e, const char *ctr, const char *const *argv,
 	       bool keep_out, int *status, char *msg, size_t msglen)
 {
 	int ms = (int)engine_timeout(e) * 1000;
-	struct agent *a = agent_of(ctr);
+	struct agent *a = agent_of(e, ctr);
 	char *line;
 	int ret;
 
@@ -376,28 +387,26 @@ static void reap(double idle)
 	pthread_mutex_unlock(&agents_lock);
 }
 
-bool agent_touch_whole(const char *ctr)
+bool agent_touch_whole(const struct engine *e, const char *ctr)
 {
-	bool whole = false;
+	struct agent *a;
+	bool whole;
 
 	pthread_mutex_lock(&agents_lock);
-	for (struct agent *a = agents; a; a = a->next)
-		if (strcmp(a->ctr, ctr) == 0) {
-			whole = a->touch_whole;
-			break;
-		}
+	a = find(e, ctr);
+	whole = a && a->touch_whole;
 	pthread_mutex_unlock(&agents_lock);
 	return whole;
 }
 
-void agent_set_touch_whole(const char *ctr)
+void agent_set_touch_whole(const struct engine *e, const char *ctr)
 {
+	struct agent *a;
+
 	pthread_mutex_lock(&agents_lock);
-	for (struct agent *a = agents; a; a = a->next)
-		if (strcmp(a->ctr, ctr) == 0) {
-			a->touch_whole = true;
-			break;
-		}
+	a = find(e, ctr);
+	if (a)
+		a->touch_whole = true;
 	pthread_mutex_unlock(&agents_lock);
 }
 

@@ -2,7 +2,9 @@
 /*
  * agent: the tools ctrfs runs in a container (rm, mv, chmod...) go to one
  * long-lived `sh` per container, a line each, instead of an exec each
- * (docs/design.md, "A shell per container").
+ * (docs/design.md, "A shell per container"). A container is its engine
+ * and its id: two engines of a mount that hold one id (a copied data
+ * root) have a shell each.
  */
 #ifndef CTRFS_AGENT_H
 #define CTRFS_AGENT_H
@@ -42,12 +44,12 @@ int agent_run_text(struct engine *e, const char *ctr, const char *const *argv,
 int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
 		gid_t *gid);
 
-/* Whether container ctr's `touch` was seen to refuse a time with a
- * fraction of a second (busybox's takes whole seconds), and the note that
- * it did: a call that needs one then goes another way at once, without a
- * line that fails first. Forgotten with the container's agent. */
-bool agent_touch_whole(const char *ctr);
-void agent_set_touch_whole(const char *ctr);
+/* Whether container ctr (of engine e)'s `touch` was seen to refuse a time with
+ * a fraction of a second (busybox's takes whole seconds), and the note that it
+ * did: a call that needs one then goes another way at once, without a line that
+ * fails first. Forgotten with the container's agent. */
+bool agent_touch_whole(const struct engine *e, const char *ctr);
+void agent_set_touch_whole(const struct engine *e, const char *ctr);
 
 /* Closes the shells idle for idle seconds or more. */
 void agent_reap(double idle);

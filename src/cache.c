@@ -36,26 +36,25 @@ static size_t make_key(char *buf, size_t buflen, const char *ns,
 	return a + b;
 }
 
-static bool tar_rounds; /* cache_set_tar_rounding() */
-
-void cache_set_tar_rounding(bool rounded)
+void cache_set_tar_rounding(struct cache *c, bool rounded)
 {
-	tar_rounds = rounded;
+	c->tar_rounds = rounded;
 }
 
-/* The whole second a tar header gives for the exact time t. */
-static time_t tar_second(const struct timespec *t)
+/* The whole second c's engine's tar header gives for the exact time t. */
+static time_t tar_second(const struct cache *c, const struct timespec *t)
 {
-	return tar_rounds && t->tv_nsec >= 500000000 ? t->tv_sec + 1
-						     : t->tv_sec;
+	return c->tar_rounds && t->tv_nsec >= 500000000 ? t->tv_sec + 1
+							: t->tv_sec;
 }
 
-bool cache_same_second(const struct timespec *a, const struct timespec *b)
+bool cache_same_second(const struct cache *c, const struct timespec *a,
+		       const struct timespec *b)
 {
 	if (a->tv_nsec == 0 && b->tv_nsec != 0)
-		return a->tv_sec == tar_second(b);
+		return a->tv_sec == tar_second(c, b);
 	if (b->tv_nsec == 0 && a->tv_nsec != 0)
-		return b->tv_sec == tar_second(a);
+		return b->tv_sec == tar_second(c, a);
 	return a->tv_sec == b->tv_sec;
 }
 
@@ -280,12 +279,13 @@ static bool own_window_over(struct node *n, long mtime, double now)
  * only when it lies before the second the content was read in (equal
  * nanoseconds say more only when there are some: a tar header has none).
  */
-bool cache_data_holds(const struct node *n, const struct stat *st)
+bool cache_data_holds(const struct cache *c, const struct node *n,
+		      const struct stat *st)
 {
 	const struct stat *old = &n->attr.st;
 
 	return (old->st_mode & S_IFMT) == (st->st_mode & S_IFMT) &&
-	       cache_same_second(&old->st_mtim, &st->st_mtim) &&
+	       cache_same_second(c, &old->st_mtim, &st->st_mtim) &&
 	       old->st_size == st->st_size &&
 	       ((old->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
 		 st->st_mtim.tv_nsec != 0) ||
@@ -334,11 +334,12 @@ static void merge(struct cache *c, struct node *n,
 	struct cache_attr old = n->attr;
 	bool same_type =
 	    (old.st.st_mode & S_IFMT) == (attr->st.st_mode & S_IFMT);
-	bool same_mtime = cache_same_second(&old.st.st_mtim, &attr->st.st_mtim);
+	bool same_mtime =
+	    cache_same_second(c, &old.st.st_mtim, &attr->st.st_mtim);
 	bool same_entries = attr->flags & CACHE_SAME_ENTRIES;
 	bool holds;
 
-	if (n->data && !cache_data_holds(n, &attr->st))
+	if (n->data && !cache_data_holds(c, n, &attr->st))
 		cache_drop_data(c, n);
 	n->attr = *attr;
 	n->attr.flags &= ~CACHE_SAME_ENTRIES;
@@ -461,7 +462,7 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_lock(&c->lock);
 	n = cache_lookup(c, ns, path);
 	if (n) {
-		if (st && n->data && !cache_data_holds(n, st))
+		if (st && n->data && !cache_data_holds(c, n, st))
 			cache_drop_data(c, n);
 		n->attr.validated = now;
 		if (n->names &&

@@ -67,13 +67,16 @@ ino_t cache_new_ino(void);
 
 /*
  * A tar header's mtime is whole seconds: Docker's cut from the time,
- * Podman's rounded to the nearest (Go's tar writer). Set once, before any
- * entry, for the engine of the mount (rounded: true for Podman). Two times
- * are the same second when they are equal to the second, or when one is a
- * tar's whole second and the other an exact time that gives it.
+ * Podman's rounded to the nearest (Go's tar writer). Set once per cache,
+ * before any entry, for the engine whose cache it is (rounded: true for
+ * Podman; each engine of a mount has its own cache, so a Podman engine
+ * does not change how a Docker engine's times compare). Two times are the
+ * same second when they are equal to the second, or when one is a tar's
+ * whole second and the other an exact time that gives it, by c's rule.
  */
-void cache_set_tar_rounding(bool rounded);
-bool cache_same_second(const struct timespec *a, const struct timespec *b);
+void cache_set_tar_rounding(struct cache *c, bool rounded);
+bool cache_same_second(const struct cache *c, const struct timespec *a,
+		       const struct timespec *b);
 
 struct cache *cache_new(size_t max_entries);
 void cache_free(struct cache *c);

@@ -49,6 +49,7 @@ struct cache {
 	off_t data_bytes;
 	off_t data_budget;
 	struct node **inos; /* INO_BUCKETS: names of hard-linked files */
+	bool tar_rounds;    /* cache_set_tar_rounding() */
 };
 
 #define INO_BUCKETS 1024
@@ -56,7 +57,8 @@ struct cache {
 /* The entry of (ns, path), or NULL. */
 struct node *cache_lookup(struct cache *c, const char *ns, const char *path);
 /* Whether n's content is the content of a file that now has st. */
-bool cache_data_holds(const struct node *n, const struct stat *st);
+bool cache_data_holds(const struct cache *c, const struct node *n,
+		      const struct stat *st);
 /* Lets go of n's content. */
 void cache_drop_data(struct cache *c, struct node *n);
 

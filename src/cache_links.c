@@ -51,7 +51,7 @@ void cache_sync_names(struct cache *c, struct node *n)
 	     o = o->ino_next) {
 		if (o == n || o->hooked != n->hooked)
 			continue;
-		if (o->data && !cache_data_holds(o, st))
+		if (o->data && !cache_data_holds(c, o, st))
 			cache_drop_data(c, o);
 		o->attr.st.st_mode = st->st_mode;
 		o->attr.st.st_uid = st->st_uid;

@@ -43,6 +43,8 @@ struct ctr_table {
 	 * an access does not list again on age alone (events.c) */
 	bool live;
 	struct events *events;
+	/* " of engine NAME" in a mount of several, for its lines; or "" */
+	char of[280];
 };
 
 struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
@@ -188,7 +190,7 @@ static int refresh(struct ctr_table *t)
 	if (ret < 0)
 		return -EIO;
 	if (r.status != 200) {
-		log_err("cannot list containers: %s",
+		log_err("cannot list containers%s: %s", t->of,
 			engine_reply_message(&r, msg, sizeof(msg)));
 		engine_reply_free(&r);
 		return -EIO;
@@ -196,7 +198,7 @@ static int refresh(struct ctr_table *t)
 	root = r.body ? json_tokener_parse(r.body) : NULL;
 	engine_reply_free(&r);
 	if (!root || !json_object_is_type(root, json_type_array)) {
-		log_err("cannot list containers: malformed reply");
+		log_err("cannot list containers%s: malformed reply", t->of);
 		json_object_put(root);
 		return -EIO;
 	}
@@ -259,10 +261,12 @@ void ctr_set_live(struct ctr_table *t, bool live)
 	pthread_mutex_unlock(&t->refresh_lock);
 }
 
-int ctr_table_watch(struct ctr_table *t)
+int ctr_table_watch(struct ctr_table *t, const char *name)
 {
+	if (*name)
+		snprintf(t->of, sizeof(t->of), " of engine %s", name);
 	if (!t->events)
-		t->events = events_start(t->e, t);
+		t->events = events_start(t->e, t, name);
 	return t->events ? 0 : -ENOMEM;
 }
 

@@ -35,8 +35,10 @@ void ctr_table_free(struct ctr_table *t);
 
 /* Starts the thread that follows the engine's event stream (after the
  * daemon forked); 0 or -errno. ctr_table_unwatch() stops it and waits for
- * it (ctr_table_free() does too). */
-int ctr_table_watch(struct ctr_table *t);
+ * it (ctr_table_free() does too). name: the engine's directory, which the
+ * table's and the thread's log lines then say, in a mount of several
+ * engines; "" with one (its lines as they always were). */
+int ctr_table_watch(struct ctr_table *t, const char *name);
 void ctr_table_unwatch(struct ctr_table *t);
 
 /* For events.c: lists the containers now (one GET, shared with lookups

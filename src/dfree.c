@@ -22,7 +22,9 @@
 static struct {
 	pthread_mutex_t lock;
 	struct statfs_slot {
-		char key[PATH_MAX + 80]; /* container id, NUL, path */
+		/* engine, container id, NUL, path: a mount's engines may
+		 * share an id (a copied data root) */
+		char key[PATH_MAX + 100];
 		size_t keylen;
 		double at;
 		struct statvfs sv;
@@ -30,10 +32,11 @@ static struct {
 	unsigned next;
 } statfs_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static size_t statfs_key(char *key, size_t len, const struct ctr *c,
-			 const char *inner)
+static size_t statfs_key(char *key, size_t len, const struct engine *e,
+			 const struct ctr *c, const char *inner)
 {
-	int n = snprintf(key, len, "%s%c%s", c->id, '\0', inner);
+	int n = snprintf(key, len, "%p %s%c%s", (const void *)e, c->id, '\0',
+			 inner);
 
 	return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
@@ -103,7 +106,7 @@ void dfree_get(struct engine *e, const struct ctr *c, const char *inner,
 	       struct statvfs *sv)
 {
 	char key[sizeof(statfs_cache.slot[0].key)];
-	size_t keylen = statfs_key(key, sizeof(key), c, inner);
+	size_t keylen = statfs_key(key, sizeof(key), e, c, inner);
 	struct statvfs got;
 	int ret;
 

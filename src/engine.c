@@ -73,7 +73,12 @@ struct engine {
 	pthread_mutex_t streams_lock;
 	struct open_get *streams;
 	atomic_bool down; /* the last attempt failed to reach the engine */
-	bool podman;	  /* the ping said Libpod-Api-Version */
+	/* engine_ping() runs: its caller says a failure to reach the engine
+	 * in one line of its own (with ping_cc, curl's reason), so
+	 * engine_note_reach() does not */
+	atomic_bool pinging;
+	CURLcode ping_cc;
+	bool podman;		       /* the ping said Libpod-Api-Version */
 	engine_preempt_fn preempt;     /* frees a container for our next call */
 	engine_abandoned_fn abandoned; /* the caller of a GET gave up */
 	bool tls;
@@ -480,10 +485,14 @@ void engine_note_reach(struct engine *e, CURLcode cc)
 
 	bool was;
 
+	if (atomic_load(&e->pinging))
+		e->ping_cc = cc; /* engine_ping()'s caller says it */
 	if (!unreachable && cc != CURLE_OK)
 		return; /* says nothing about reaching it */
 	/* calls end on many threads: one of them says that it changed */
 	was = atomic_exchange(&e->down, unreachable);
+	if (atomic_load(&e->pinging))
+		return;
 	if (unreachable && !was)
 		log_err("engine at %s does not answer: %s", e->url,
 			curl_easy_strerror(cc));
@@ -738,10 +747,15 @@ int engine_ping(struct engine *e, char *msg, size_t msglen)
 	int ret;
 
 	snprintf(url, sizeof(url), "%s/_ping", e->base);
+	atomic_store(&e->pinging, true);
+	e->ping_cc = CURLE_OK;
 	ret = do_request(e, "GET", url, NULL, &r, api, sizeof(api), &e->podman);
+	atomic_store(&e->pinging, false);
 	if (ret < 0) {
 		snprintf(msg, msglen, "cannot connect to engine at %s: %s",
-			 e->url, strerror(-ret));
+			 e->url,
+			 e->ping_cc != CURLE_OK ? curl_easy_strerror(e->ping_cc)
+						: strerror(-ret));
 		return ret;
 	}
 	if (r.status != 200) {
@@ -859,7 +873,7 @@ bool engine_caller_abandoned(struct engine *e)
 void engine_preempt(struct engine *e, const char *ctr)
 {
 	if (e->preempt)
-		e->preempt(ctr);
+		e->preempt(e, ctr);
 }
 
 /* Sends a JSON body with method POST; the reply as engine_request(). */

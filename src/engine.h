@@ -110,10 +110,10 @@ bool engine_get_pays(struct engine *e, size_t stale, off_t bytes, double *head,
 /*
  * The engine serializes archive calls (and exec) per container: a call
  * waits until an open GET on the same container has been read to its end.
- * fn is called with the container's id before each such call, to close
- * transfers of ours that sit idle on it.
+ * fn is called with the engine and the container's id before each such
+ * call, to close transfers of ours that sit idle on it.
  */
-typedef void (*engine_preempt_fn)(const char *ctr_id);
+typedef void (*engine_preempt_fn)(const struct engine *e, const char *ctr_id);
 void engine_set_preempt(struct engine *e, engine_preempt_fn fn);
 
 /*
@@ -131,7 +131,10 @@ bool engine_set_abortable(bool on);
 /* Negotiates the API version with GET /_ping (DOCKER_API_VERSION pins
  * it). 0 or -errno, with a message in msg: -EPROTO for an engine that
  * gives no version, one that is not a version, or one older than
- * ENGINE_API_MIN. */
+ * ENGINE_API_MIN. An engine it cannot reach is not logged (the "does not
+ * answer" line of engine_note_reach()): msg says it, with curl's reason,
+ * the one line of a refused start; the engine counts as down until a
+ * call reaches it (then "answers again" is logged). */
 int engine_ping(struct engine *e, char *msg, size_t msglen);
 
 /*

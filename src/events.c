@@ -24,6 +24,11 @@
 struct events {
 	struct engine *e;
 	struct ctr_table *t;
+	/* how its lines name the engine: "the engine's" and "events" with
+	 * one engine in the mount, "engine NAME's" and "events (NAME)" with
+	 * several */
+	char whose[280];
+	char tag[280];
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -171,7 +176,7 @@ static int take_event(struct reader *d, const char *line)
 		goto out;
 	}
 	if (strcmp(type, "container") == 0 && action_changes_list(action)) {
-		log_dbg("events: container %s", action);
+		log_dbg("%s: container %s", d->ev->tag, action);
 		d->dirty = true;
 	}
 	if (strcmp(type, "container") == 0 && strcmp(action, "rename") == 0)
@@ -305,18 +310,18 @@ static void *events_main(void *arg)
 		if (opened) /* an outage before it ended when it opened */
 			down = false;
 		if (!down)
-			log_err("cannot follow the engine's events: %s; the "
+			log_err("cannot follow %s events: %s; the "
 				"container list is read again on access until "
 				"the stream is back",
-				msg);
+				ev->whose, msg);
 		else
-			log_dbg("events: still down: %s", msg);
+			log_dbg("%s: still down: %s", ev->tag, msg);
 		down = true;
 		if (opened && now_mono() - t0 >= LIVED_WELL)
 			backoff = BACKOFF_FIRST;
 		/* events may have been lost: the list is as old as that */
 		if (opened && ctr_refresh(ev->t) < 0)
-			log_dbg("events: cannot list the containers");
+			log_dbg("%s: cannot list the containers", ev->tag);
 		nap_or_stop(ev, backoff);
 		backoff =
 		    backoff * 2 > BACKOFF_LAST ? BACKOFF_LAST : backoff * 2;
@@ -324,7 +329,8 @@ static void *events_main(void *arg)
 	return NULL;
 }
 
-struct events *events_start(struct engine *e, struct ctr_table *t)
+struct events *events_start(struct engine *e, struct ctr_table *t,
+			    const char *name)
 {
 	struct events *ev = calloc(1, sizeof(*ev));
 
@@ -332,6 +338,13 @@ struct events *events_start(struct engine *e, struct ctr_table *t)
 		return NULL;
 	ev->e = e;
 	ev->t = t;
+	if (*name) {
+		snprintf(ev->whose, sizeof(ev->whose), "engine %s's", name);
+		snprintf(ev->tag, sizeof(ev->tag), "events (%s)", name);
+	} else {
+		snprintf(ev->whose, sizeof(ev->whose), "the engine's");
+		snprintf(ev->tag, sizeof(ev->tag), "events");
+	}
 	pthread_mutex_init(&ev->lock, NULL);
 	pthread_cond_init(&ev->cond, NULL);
 	if (pthread_create(&ev->thread, NULL, events_main, ev) != 0) {

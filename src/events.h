@@ -15,8 +15,10 @@ struct ctr_table;
 struct events;
 
 /* Starts the thread (call it after the daemon forked); NULL when it
- * cannot. The table must outlive it. */
-struct events *events_start(struct engine *e, struct ctr_table *t);
+ * cannot. The table must outlive it. name: the engine's directory in a
+ * mount of several, which its log lines then say; "" with one engine. */
+struct events *events_start(struct engine *e, struct ctr_table *t,
+			    const char *name);
 /* Stops the thread, waits for it and frees ev (NULL: nothing). */
 void events_stop(struct events *ev);
 

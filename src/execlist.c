@@ -172,7 +172,7 @@ int execlist_confirm(struct meta *m, struct ctr *c, const char *dir)
 		 * from stat): it says nothing */
 		if (S_ISDIR(a.st.st_mode) && S_ISDIR(old.st.st_mode))
 			a.st.st_size = old.st.st_size;
-		if (same_head(&old.st, &a.st) && (old.flags & CACHE_OWNER) &&
+		if (same_head(m, &old.st, &a.st) && (old.flags & CACHE_OWNER) &&
 		    old.st.st_uid == a.st.st_uid &&
 		    old.st.st_gid == a.st.st_gid &&
 		    old.st.st_mtim.tv_nsec == 0) {

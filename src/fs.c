@@ -54,6 +54,8 @@ int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
 		return ret;
 	if (!*inner)
 		return 0;
+	if (!site_ready(s))
+		return -EIO; /* down since the start: asked nothing yet */
 	/* below the container's directory, its old name still leads to a
 	 * renamed container: the kernel asks so for what it holds open */
 	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(s->ctrs, name, c)
@@ -323,7 +325,7 @@ static void ctrfs_destroy(void *data)
 
 	pthread_mutex_lock(&fs->stop_lock);
 	fs->stopping = true;
-	pthread_cond_signal(&fs->stop_cond);
+	pthread_cond_broadcast(&fs->stop_cond); /* the reaper, the waiters */
 	pthread_mutex_unlock(&fs->stop_lock);
 	if (fs->reaper_started)
 		pthread_join(fs->reaper, NULL);

@@ -27,6 +27,10 @@ struct fs_engine {
 	const char *name;	 /* its directory's (with several engines) */
 	struct engine *e;	 /* borrowed */
 	struct journal *journal; /* write-back's journal (borrowed), or NULL */
+	/* it did not answer at start (a mount of several engines only): its
+	 * journal is not replayed yet, its API version not known; served
+	 * once a ping of fs_sites.c's gets an answer */
+	bool down;
 };
 
 /*

@@ -138,7 +138,7 @@ static int run_tool(struct fs *fs, struct ctr *c, const char *const *argv,
 
 	tool_missing = ret == -EOPNOTSUPP;
 	if (ret == -EINVAL && tool_fraction)
-		agent_set_touch_whole(c->id);
+		agent_set_touch_whole(SITE(c)->e, c->id);
 	if (ret == -EINVAL && tool_fraction)
 		log_dbg("'%s' in container '%s' takes no fraction: %s", argv[0],
 			c->name, msg);
@@ -752,7 +752,7 @@ static int touch_tool(struct fs *fs, struct ctr *c, const char *inner,
 	int i = 0, ret;
 
 	/* its touch refused a fraction before: it would again */
-	if (t->tv_nsec && agent_touch_whole(c->id))
+	if (t->tv_nsec && agent_touch_whole(SITE(c)->e, c->id))
 		return -EINVAL;
 	touch_date(when, sizeof(when), t);
 	argv[i++] = "touch";

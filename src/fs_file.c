@@ -41,7 +41,8 @@ static int open_read(struct fs *fs, struct ctr *c, const char *inner,
 	else if (ret == 0 && !S_ISREG(st.st_mode))
 		ret = -EOPNOTSUPP; /* devices, fifos: no content to stream */
 	if (ret == 0)
-		ret = reader_new(SITE(c)->e, SITE(c)->meta, c, inner, &h->r);
+		ret = reader_new(SITE(c)->e, SITE(c)->meta, SITE(c)->spool, c,
+				 inner, &h->r);
 	return ret;
 }
 

@@ -17,6 +17,7 @@
 #include "fs.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -56,6 +57,17 @@ struct site {
 	struct writer *writer;
 	struct journal *journal; /* borrowed, or NULL */
 	bool watched;		 /* its event stream started */
+	struct fs *fs;
+	/* Down at start (fs_engine's down): no call goes to it, its
+	 * directory lists empty and is EIO below, until the thread waiter
+	 * gets an answer to its ping (replays its journal, then sets ready
+	 * and starts its event stream). late_journal: the journal to replay
+	 * then (borrowed, or NULL). */
+	atomic_bool ready;
+	bool late;
+	struct journal *late_journal;
+	pthread_t waiter;
+	bool waiter_started;
 };
 
 #define SITE(c) ((struct site *)(c)->owner)
@@ -142,6 +154,12 @@ size_t sites_status(struct fs *fs, char *buf, size_t max);
 int sites_sync(struct fs *fs);
 /* Whether closes queue for write-back (the same for every site). */
 bool sites_writeback(struct fs *fs);
+/* Whether s is served: false while an engine down at start has not
+ * answered yet (then nothing below its directory is asked of it). */
+static inline bool site_ready(struct site *s)
+{
+	return atomic_load(&s->ready);
+}
 
 /* fs_file.c */
 /* A new entry's attributes: mode, the caller's owner, c's engine's now. */

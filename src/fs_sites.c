@@ -12,6 +12,7 @@
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "journal.h"
 #include "log.h"
 #include "meta.h"
 #include "reader.h"
@@ -19,6 +20,7 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,10 @@
 #define CACHE_MAX_ENTRIES 100000
 /* bytes of file content kept (in the spool) from listings, in all */
 #define CACHE_DATA_BUDGET ((off_t)1 << 30)
+/* seconds between the pings of an engine down since the start: the first
+ * wait, doubled up to the last (as the event stream's backoff) */
+#define WAIT_FIRST 0.5
+#define WAIT_LAST  5.0
 
 static void on_ctr_gone(void *ctx, const char *id)
 {
@@ -46,6 +52,9 @@ static int site_open(struct site *s, const struct fs_config *cfg, size_t n)
 	s->cache = cache_new(CACHE_MAX_ENTRIES);
 	if (!s->cache)
 		return -ENOMEM;
+	/* Podman's tar rounds a time to the second, Docker's cuts it */
+	cache_set_tar_rounding(s->cache,
+			       engine_quirks(s->e)->tar_rounds_seconds);
 	cache_set_data_budget(s->cache, CACHE_DATA_BUDGET / (off_t)n);
 	s->meta = meta_new(s->e, s->cache, cfg->attr_timeout, reader_ctr_busy,
 			   s->spool);
@@ -67,8 +76,6 @@ static int site_open(struct site *s, const struct fs_config *cfg, size_t n)
 
 int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 {
-	bool podman = false;
-
 	fs->sites = calloc(n, sizeof(*fs->sites));
 	if (!fs->sites)
 		return -ENOMEM;
@@ -81,17 +88,15 @@ int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 				 engines[i].name);
 		s->ino = n > 1 ? cache_new_ino() : 1;
 		s->e = engines[i].e;
+		s->fs = fs;
+		s->late = engines[i].down;
+		s->late_journal = s->late ? engines[i].journal : NULL;
+		atomic_store(&s->ready, !s->late);
 		/* without write-back, replayed at start and no more */
 		s->journal = fs->cfg.writeback > 0 ? engines[i].journal : NULL;
-		podman = podman || engine_quirks(s->e)->tar_rounds_seconds;
 		if (site_open(s, &fs->cfg, n) < 0)
 			return -ENOMEM;
 	}
-	/* process-wide: a mount with a Podman engine compares every tar
-	 * header's second Podman's way (docs/design.md, Limits there) */
-	cache_set_tar_rounding(podman);
-	/* reads drain to the first engine's spool */
-	reader_set_spool(fs->sites[0].spool);
 	return 0;
 }
 
@@ -111,15 +116,88 @@ void sites_free(struct fs *fs)
 	fs->nsites = 0;
 }
 
+/* Sleeps up to secs or until the mount stops; whether it stops. */
+static bool nap_or_stop(struct fs *fs, double secs)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)secs;
+	ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&fs->stop_lock);
+	if (!fs->stopping)
+		pthread_cond_timedwait(&fs->stop_cond, &fs->stop_lock, &ts);
+	stop = fs->stopping;
+	pthread_mutex_unlock(&fs->stop_lock);
+	return stop;
+}
+
+/*
+ * The thread of an engine that was down at start (a mount of several):
+ * pings it until it answers (the ping fixes its API version and says
+ * whether it is Podman), replays what its journal holds, and serves it
+ * from then on. Its outage was said once at start; the pings that fail
+ * say nothing, the answer one line.
+ */
+static void *site_wait(void *arg)
+{
+	struct site *s = arg;
+	struct fs *fs = s->fs;
+	char msg[PATH_MAX + 512];
+	double wait = WAIT_FIRST;
+
+	while (engine_ping(s->e, msg, sizeof(msg)) < 0) {
+		/* it answered, and what it said will not change */
+		if (!engine_down(s->e)) {
+			log_err("%s: engine %s stays empty", msg, s->name);
+			return NULL;
+		}
+		if (nap_or_stop(fs, wait))
+			return NULL;
+		wait = wait * 2 > WAIT_LAST ? WAIT_LAST : wait * 2;
+	}
+	cache_set_tar_rounding(s->cache,
+			       engine_quirks(s->e)->tar_rounds_seconds);
+	if (s->late_journal) {
+		journal_replay(s->late_journal, s->e);
+		if (fs->cfg.writeback > 0 &&
+		    journal_start(s->late_journal, msg, sizeof(msg)) < 0)
+			log_err("engine %s: %s", s->name, msg);
+	}
+	atomic_store(&s->ready, true);
+	log_info("engine %s answers now: its containers are served", s->name);
+	if (engine_quirks(s->e)->owners_zero) /* as main.c says at start */
+		log_info("the engine %s is Podman: its archive API reports "
+			 "every owner as 0:0, and ctrfs shows what it reports",
+			 s->name);
+	if (ctr_table_watch(s->ctrs, s->name) < 0)
+		log_err("cannot follow engine %s's events: the container "
+			"list is read again on access",
+			s->name);
+	return NULL;
+}
+
 void sites_start(struct fs *fs)
 {
 	for (size_t i = 0; i < fs->nsites; i++) {
 		struct site *s = &fs->sites[i];
 
-		if (ctr_table_watch(s->ctrs) < 0)
-			log_err("cannot follow the %s%s%s events: the "
+		if (s->late) {
+			s->waiter_started =
+			    pthread_create(&s->waiter, NULL, site_wait, s) == 0;
+			if (!s->waiter_started)
+				log_err("engine %s: cannot wait for it: it "
+					"stays empty",
+					s->name);
+		} else if (ctr_table_watch(s->ctrs, s->name) < 0)
+			log_err("cannot follow %s%s%s events: the "
 				"container list is read again on access",
-				*s->name ? "engine " : "engine's", s->name,
+				*s->name ? "engine " : "the engine's", s->name,
 				*s->name ? "'s" : "");
 		if (writer_set_writeback(s->writer, fs->cfg.writeback) < 0)
 			log_err("cannot start write-back: closes commit at "
@@ -129,6 +207,12 @@ void sites_start(struct fs *fs)
 
 void sites_stop(struct fs *fs)
 {
+	/* fs->stopping is set: a waiter ends at its next nap */
+	for (size_t i = 0; i < fs->nsites; i++)
+		if (fs->sites[i].waiter_started) {
+			pthread_join(fs->sites[i].waiter, NULL);
+			fs->sites[i].waiter_started = false;
+		}
 	for (size_t i = 0; i < fs->nsites; i++)
 		ctr_table_unwatch(fs->sites[i].ctrs);
 	for (size_t i = 0; i < fs->nsites; i++)
@@ -190,6 +274,8 @@ int sites_fill(struct fs *fs, const char *path, void *buf,
 				break;
 		return 0;
 	}
+	if (!site_ready(s))
+		return 0; /* down since the start: nothing asked of it yet */
 	ret = ctr_names(s->ctrs, &names, &n);
 	/* an engine down is an empty directory among the others (its
 	 * outage logged once, by the engine), and EIO below it */

@@ -332,11 +332,14 @@ static int engines_list(const struct options *o, struct hostlist_engine **hl,
  * mount that died left pending go in, or to the rescue directory, before
  * anything new is written) and started: fe's engine and journal, freed by
  * the caller whatever the outcome. 0, or 2 with the reason on stderr.
+ * One of several engines that does not answer is not refused: one line
+ * says so, and fe->down leaves its ping and journal to fs_sites.c.
  */
 static int engine_open(const struct hostcfg *hc, const struct options *o,
-		       struct fs_engine *fe)
+		       bool several, struct fs_engine *fe)
 {
 	char msg[PATH_MAX + 512];
+	int ret;
 
 	if (engine_new(hc, o->timeout, &fe->e) < 0) {
 		fprintf(stderr,
@@ -345,17 +348,30 @@ static int engine_open(const struct hostcfg *hc, const struct options *o,
 			hc->url);
 		return 2;
 	}
-	if (check_socket(hc->url, msg, sizeof(msg)) < 0 ||
-	    engine_ping(fe->e, msg, sizeof(msg)) < 0) {
+	ret = check_socket(hc->url, msg, sizeof(msg));
+	if (ret == 0)
+		ret = engine_ping(fe->e, msg, sizeof(msg));
+	/* one of several that does not answer (no socket yet, nobody at
+	 * it): mounted empty, served once it answers (fs_sites.c) */
+	fe->down =
+	    several && (ret == -ENOENT || (ret < 0 && engine_down(fe->e)));
+	if (fe->down)
+		fprintf(stderr,
+			"ctrfs: %s; its directory '%s' is empty until it "
+			"answers\n",
+			msg, fe->name);
+	else if (ret < 0) {
 		fprintf(stderr, "ctrfs: %s\n", msg);
 		return 2;
-	}
-	log_dbg("%s", msg);
+	} else
+		log_dbg("%s", msg);
 	if (journal_open(o->spool, o->writeback > 0, hc->url, &fe->journal, msg,
 			 sizeof(msg)) < 0) {
 		fprintf(stderr, "ctrfs: %s\n", msg);
 		return 2;
 	}
+	if (fe->down)
+		return 0; /* replayed and started once it answers */
 	if (fe->journal)
 		journal_replay(fe->journal, fe->e);
 	if (fe->journal && o->writeback > 0 &&
@@ -459,7 +475,7 @@ int main(int argc, char *argv[])
 	curl_global_init(CURL_GLOBAL_ALL);
 	for (i = 0; i < n; i++) {
 		fe[i].name = hl[i].name;
-		ret = engine_open(&hl[i].hc, &o, &fe[i]);
+		ret = engine_open(&hl[i].hc, &o, n > 1, &fe[i]);
 		if (ret)
 			goto out_engines;
 	}

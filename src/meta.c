@@ -101,7 +101,7 @@ bool meta_stale(struct meta *m, struct ctr *c, double validated)
 {
 	if (now_mono() - validated < m->ttl)
 		return false;
-	return !(m->busy && m->busy(c->id));
+	return !(m->busy && m->busy(m->e, c->id));
 }
 
 /* ctrfs changed an entry of path's directory in a change that began at
@@ -360,7 +360,7 @@ int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
 	 * file's content held here stays only if it holds for this answer
 	 * (a whole second and the same size also fit content changed within
 	 * that second). Nanoseconds held that differ say it changed. */
-	if (have_old && same_head(&old->st, &a.st) &&
+	if (have_old && same_head(m, &old->st, &a.st) &&
 	    (old->flags & CACHE_OWNER) &&
 	    (old->st.st_mtim.tv_nsec == 0 ||
 	     old->st.st_mtim.tv_nsec == a.st.st_mtim.tv_nsec)) {
@@ -440,7 +440,7 @@ int meta_getattr_now(struct meta *m, struct ctr *c, const char *path,
 	int ret;
 
 	if (cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
-	    S_ISDIR(a.st.st_mode) && !(m->busy && m->busy(c->id))) {
+	    S_ISDIR(a.st.st_mode) && !(m->busy && m->busy(m->e, c->id))) {
 		ret = meta_revalidate(m, c, path, &a, true);
 		if (ret < 0)
 			return ret;

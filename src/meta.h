@@ -29,7 +29,7 @@ struct spool;
 /* Tells whether the engine is busy with a transfer of ours on a container:
  * every archive call on it then waits until that transfer ends, so stale
  * cached metadata is served instead of a HEAD that would block. */
-typedef bool (*meta_busy_fn)(const char *ctr_id);
+typedef bool (*meta_busy_fn)(const struct engine *e, const char *ctr_id);
 
 /* spool: where file contents that ride along with listings are kept
  * (NULL: not kept). */

@@ -117,10 +117,11 @@ static inline void log_fail(struct ctr *c, const char *what, const char *path,
 		reason);
 }
 
-static inline bool same_head(const struct stat *a, const struct stat *b)
+static inline bool same_head(const struct meta *m, const struct stat *a,
+			     const struct stat *b)
 {
 	return a->st_mode == b->st_mode && a->st_size == b->st_size &&
-	       cache_same_second(&a->st_mtim, &b->st_mtim);
+	       cache_same_second(m->c, &a->st_mtim, &b->st_mtim);
 }
 
 /* meta.c: whether a cached entry confirmed at validated must be asked

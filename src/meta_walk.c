@@ -97,7 +97,7 @@ static void revalidate_ahead(struct meta *m, struct hint *h)
 		pthread_mutex_lock(&m->lock);
 		quit = m->stop || m->pending;
 		pthread_mutex_unlock(&m->lock);
-		if (quit || (m->busy && m->busy(h->c.id)))
+		if (quit || (m->busy && m->busy(m->e, h->c.id)))
 			break; /* busy: a HEAD would wait for our own GET */
 		/* m->claim[j] changes only on this thread */
 		if (cache_get(m->c, h->c.id, m->claim[j], &a, NULL, 0) == 0 &&

@@ -30,6 +30,7 @@ struct reader {
 	pthread_mutex_t lock;
 	struct engine *e;
 	struct meta *m;
+	struct spool *drain_to; /* its engine's, or NULL: never drained */
 	struct ctr ctr;
 	char *path;
 	struct engine_stream *s;
@@ -58,20 +59,14 @@ static int drain(struct reader *r, off_t max);
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *registry;
-static struct spool *drain_spool;
-
-void reader_set_spool(struct spool *s)
-{
-	drain_spool = s;
-}
 
 static ssize_t stream_source(void *ctx, const void **buf)
 {
 	return engine_stream_read(ctx, buf);
 }
 
-int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
-	       const char *path, struct reader **out)
+int reader_new(struct engine *e, struct meta *m, struct spool *drain_to,
+	       const struct ctr *c, const char *path, struct reader **out)
 {
 	struct reader *r = calloc(1, sizeof(*r));
 
@@ -84,6 +79,7 @@ int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
 	}
 	r->e = e;
 	r->m = m;
+	r->drain_to = drain_to;
 	r->ctr = *c;
 	r->last_used = now_mono();
 	r->idle_allow = 0;
@@ -434,9 +430,17 @@ static bool idle_transfer(struct reader *r, const void *arg)
 	return r->t && now_mono() - r->last_used > r->idle_allow;
 }
 
+/* the container of an engine whose transfer a call needs ended */
+struct ctr_key {
+	const struct engine *e;
+	const char *id;
+};
+
 static bool ctr_transfer(struct reader *r, const void *arg)
 {
-	return r->t && strcmp(r->ctr.id, arg) == 0;
+	const struct ctr_key *k = arg;
+
+	return r->t && r->e == k->e && strcmp(r->ctr.id, k->id) == 0;
 }
 
 /*
@@ -480,13 +484,13 @@ void reader_reap(double idle)
 	}
 }
 
-bool reader_ctr_busy(const char *ctr_id)
+bool reader_ctr_busy(const struct engine *e, const char *ctr_id)
 {
 	bool busy = false;
 
 	pthread_mutex_lock(&registry_lock);
 	for (struct reader *r = registry; r && !busy; r = r->next)
-		busy = atomic_load(&r->streaming) &&
+		busy = atomic_load(&r->streaming) && r->e == e &&
 		       strcmp(r->ctr.id, ctr_id) == 0;
 	pthread_mutex_unlock(&registry_lock);
 	return busy;
@@ -516,7 +520,7 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd)
 {
 	struct reader *r;
-	int ret = reader_new(e, m, c, path, &r);
+	int ret = reader_new(e, m, NULL, c, path, &r);
 
 	if (ret < 0)
 		return ret;
@@ -545,9 +549,9 @@ static int drain(struct reader *r, off_t max)
 
 	bool was;
 
-	if (!drain_spool || r->size - r->pos > max)
+	if (!r->drain_to || r->size - r->pos > max)
 		return -EFBIG;
-	fd = spool_file(drain_spool);
+	fd = spool_file(r->drain_to);
 	if (fd < 0)
 		return fd;
 	/* for this reader's sake, not for the caller in whose thread it runs */
@@ -570,13 +574,14 @@ static int drain(struct reader *r, off_t max)
 	return 0;
 }
 
-void reader_preempt(const char *ctr_id)
+void reader_preempt(const struct engine *e, const char *ctr_id)
 {
+	const struct ctr_key k = {e, ctr_id};
 	struct reader *r;
 
 	/* a reader between reads would hold the container until
 	 * idle-closed; each pick ends its reader's transfer */
-	while ((r = pick(ctr_transfer, ctr_id))) {
+	while ((r = pick(ctr_transfer, &k))) {
 		if (drain(r, DRAIN_PREEMPT) < 0 && r->t) {
 			log_dbg("'%s': transfer closed at offset %lld for "
 				"another call on the container",

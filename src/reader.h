@@ -23,15 +23,14 @@ struct meta;
 struct reader;
 struct spool;
 
-/* Where transfers are drained to when they must end early: a reader whose
- * GET has to let go of the container (another call needs it, or it sat
- * idle) reads the rest of a file of moderate size into a spool file and
- * goes on from there, instead of a new GET and a skip later. */
-void reader_set_spool(struct spool *s);
-
-/* Copies what it needs of c; path is the path inside the container. */
-int reader_new(struct engine *e, struct meta *m, const struct ctr *c,
-	       const char *path, struct reader **out);
+/* Copies what it needs of c; path is the path inside the container.
+ * drain_to (borrowed: the spool of c's engine, or NULL for none) is where
+ * the transfer is drained to when it must end early: a reader whose GET has
+ * to let go of the container (another call needs it, or it sat idle) reads
+ * the rest of a file of moderate size into a spool file and goes on from
+ * there, instead of a new GET and a skip later. */
+int reader_new(struct engine *e, struct meta *m, struct spool *drain_to,
+	       const struct ctr *c, const char *path, struct reader **out);
 
 /* Bytes copied into buf (short only at the end of the file), or -errno. */
 ssize_t reader_read(struct reader *r, char *buf, size_t size, off_t off);
@@ -42,13 +41,14 @@ void reader_free(struct reader *r);
 int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd);
 
-/* True while a reader of the container has a transfer open: the engine
- * then makes every other archive call on that container wait. */
-bool reader_ctr_busy(const char *ctr_id);
+/* True while a reader of the container (ctr_id of engine e: a mount's
+ * engines may share an id) has a transfer open: the engine then makes
+ * every other archive call on that container wait. */
+bool reader_ctr_busy(const struct engine *e, const char *ctr_id);
 
 /* Closes the open transfers of readers of the container that are not in
  * a read right now (see engine_set_preempt()). */
-void reader_preempt(const char *ctr_id);
+void reader_preempt(const struct engine *e, const char *ctr_id);
 
 /* Closes the transfers of every reader idle for longer than idle seconds. */
 void reader_reap(double idle);

@@ -76,6 +76,27 @@ def test_refused_engine_socket_exits_2(mnt, tmp_path):
     assert not os.path.ismount(mnt)
 
 
+@pytest.mark.parametrize("kind", ["tcp", "unix"])
+def test_unreachable_engine_is_one_line(mnt, tmp_path, kind):
+    """An engine nobody answers at (a TCP port on loopback nobody listens
+    on, a socket nobody listens on): one line that says why (curl's
+    reason), not the engine's "does not answer" and then an errno."""
+    if kind == "tcp":
+        url = "tcp://127.0.0.1:1"
+    else:
+        path = str(tmp_path / "dead.sock")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(path)
+        s.close()
+        url = "unix://" + path
+    r = run_ctrfs("-f", "-o", "host=" + url, mnt)
+    lines = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 2, (r.returncode, lines)
+    assert not os.path.ismount(mnt)
+    assert len(lines) == 1, lines
+    assert lines[0] == f"ctrfs: cannot connect to engine at {url}: Couldn't connect to server", lines
+
+
 def test_silent_engine_times_out_and_exits_2(mnt, tmp_path):
     # An engine that accepts the connection and never answers: -o timeout
     # bounds the wait.

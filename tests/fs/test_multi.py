@@ -12,9 +12,11 @@ import random
 import re
 import subprocess
 import threading
+import time
 
 import pytest
 
+from faultproxy import FaultProxy
 from conftest import CTRFS_BIN, MIB, call_with_timeout, errname, errno_of, read_file, sha256_file, wait_for, wb_status
 
 OP_TIMEOUT = 60
@@ -193,6 +195,141 @@ def test_engine_stopped_mid_copy_other_serves(two, private_engine, container, mo
     assert m.alive()
 
 
+def spool_dirs(m):
+    """Each engine's spool directory, as the daemon (-d) logs it."""
+    with open(m.log, errors="replace") as f:
+        return dict(re.findall(r"(\w+): spool: (\S+);", f.read()))
+
+
+def test_drain_goes_to_its_engines_spool(two, container, mount):
+    """A read of the second engine's file left idle is drained to disk:
+    into that engine's spool directory, not the first engine's (the
+    drain file, unlinked from the start, is one of the daemon's open
+    files); the rest is then read from it, byte for byte."""
+    e1, e2, env = two
+    c2 = container(engine=e2)
+    c2.sh("dd if=/dev/urandom of=/big bs=1M count=16 2>/dev/null")
+    want = c2.cp_sha256("/big")
+    m = mount("-d", "-o", "engines=one,two", host=False, env=env)
+    spools = spool_dirs(m)
+    assert sorted(spools) == ["one", "two"] and spools["one"] != spools["two"], spools
+    drained = lambda: "drained" in open(m.log, errors="replace").read()
+
+    def open_files():
+        d = f"/proc/{m.pid}/fd"
+        out = []
+        for n in os.listdir(d):
+            try:
+                out.append(os.readlink(os.path.join(d, n)))
+            except OSError:
+                pass
+        return out
+
+    with open(os.path.join(m.path, "two", c2.name, "big"), "rb", buffering=0) as f:
+        h = hashlib.sha256(call_with_timeout(f.read, MIB, timeout=OP_TIMEOUT))
+        # idle for 2 s, the transfer is drained to the spool
+        assert wait_for(drained, timeout=30), "the idle transfer was not drained"
+        files = open_files()
+        where = {name: [p for p in files if p.startswith(d + "/")] for name, d in spools.items()}
+        assert where["two"] and not where["one"], where
+        while True:
+            b = call_with_timeout(f.read, MIB, timeout=OP_TIMEOUT)
+            if not b:
+                break
+            h.update(b)
+    assert h.hexdigest() == want
+
+
+@pytest.fixture
+def twin(engine, base_dir):
+    """Two proxies in front of the session engine, as two engines of one
+    mount ("left" and "right"): the same container ids in both, as two
+    engines of a copied data root have. (left, right)."""
+    d = os.path.join(base_dir, f"twin-{os.getpid()}-{os.urandom(3).hex()}")
+    os.mkdir(d)
+    left = FaultProxy(engine.sock, os.path.join(d, "left.sock"))
+    right = FaultProxy(engine.sock, os.path.join(d, "right.sock"))
+    yield left, right
+    left.close()
+    right.close()
+
+
+def execs(proxy, since):
+    return [l for l in proxy.seen[since:] if "/exec" in l]
+
+
+def test_one_id_in_two_engines_has_a_shell_each(twin, container, mount):
+    """A container id that two engines of the mount hold: a tool run
+    through the second engine goes to a shell of that engine's own
+    (an exec it makes), not to the shell the first engine kept."""
+    left, right = twin
+    c = container()
+    c.sh("touch /a /b")
+    m = mount("-o", "host=" + left.url, "-o", "host=" + right.url, host=False)
+    assert sorted(m.listdir()) == ["left", "right"]
+    os.unlink(os.path.join(m.path, "left", c.name, "a"))
+    assert execs(left, 0), "no exec through the first engine"
+    n = len(right.seen)
+    os.unlink(os.path.join(m.path, "right", c.name, "b"))
+    assert execs(right, n), right.seen[n:]
+    assert c.sh("ls /a /b 2>/dev/null; true") == b""
+
+
+def test_one_id_in_two_engines_free_space_each(twin, container, mount):
+    """df of one container id through two engines, one right after the
+    other: the second is asked of the second engine, not answered from
+    what the first engine said (kept 2 s)."""
+    left, right = twin
+    c = container()
+    m = mount("-o", "host=" + left.url, "-o", "host=" + right.url, host=False)
+    assert os.statvfs(os.path.join(m.path, "left", c.name)).f_blocks > 0
+    n = len(right.seen)
+    assert os.statvfs(os.path.join(m.path, "right", c.name)).f_blocks > 0
+    assert execs(right, n), right.seen[n:]
+
+
+def test_engine_down_at_start_served_once_back(two, container, mount):
+    """Of two engines, one stopped before the mount: the mount starts
+    (one line says that engine does not answer), its directory lists
+    empty and is EIO below while the other serves; started again, it is
+    served in the same mount, its outage never logged again."""
+    e1, e2, env = two
+    c1 = container()
+    c2 = container(engine=e2, args=["--restart", "always"])
+    c2.sh("echo hello > /hello")
+    e2.stop()
+    m = mount("-o", "engines=one,two", host=False, env=env)
+    one, two_dir = os.path.join(m.path, "one"), os.path.join(m.path, "two")
+    assert sorted(m.listdir()) == ["one", "two"]
+    assert m.listdir(two_dir) == []
+    assert errno_of(os.stat, os.path.join(two_dir, c2.name)) == errno.EIO
+    assert c1.name in m.listdir(one)
+    assert call_with_timeout(read_file, os.path.join(one, c1.name, "etc", "passwd"),
+                             timeout=OP_TIMEOUT).startswith(b"root:")
+    # (Podman's start-up note is said for it once it answers, not counted)
+    about = lambda: [l for l in open(m.log, errors="replace").read().splitlines()[1:]
+                     if (e2.url in l or "engine two" in l or "'two'" in l)
+                     and "is Podman" not in l]
+    said = about()
+    assert len(said) == 1 and "cannot connect to engine at " + e2.url in said[0] \
+        and "'two' is empty until it answers" in said[0], said
+    e2.start()
+    if c2.state() != "running":
+        c2.docker("start", c2.id)
+
+    def served():
+        try:
+            return (c2.name in m.listdir(two_dir) and
+                    read_file(os.path.join(two_dir, c2.name, "hello")) == b"hello\n")
+        except OSError:
+            return False
+
+    assert wait_for(served, timeout=30), "the engine was not served once back"
+    said = about()
+    assert len(said) == 2 and "engine two answers now" in said[1], said
+    assert m.alive()
+
+
 def test_each_engine_follows_its_events(two, container, mount):
     """engines=all: a container started, renamed and removed in each
     engine shows in its directory within a second, while the access-time
@@ -216,6 +353,66 @@ def test_each_engine_follows_its_events(two, container, mount):
             f"rename in {name} not seen"
         c.docker("rm", "-f", c.id)
         assert wait_for(lambda: new not in m.listdir(d), timeout=1.0), f"removal in {name} not seen"
+
+
+def test_event_lines_name_their_engine(two, container, mount):
+    """With several engines, the event threads' lines say whose: a
+    container started in the second engine is "events (two)", and its
+    stream cut when the engine stops is one line naming engine two (a
+    single engine's lines stay as they were: test_events.py)."""
+    e1, e2, env = two
+    m = mount("-d", "-o", "engines=one,two", host=False, env=env)
+    text = lambda: open(m.log, errors="replace").read()
+    assert wait_for(lambda: len(re.findall(r"/events.*a stream", text())) >= 2), \
+        "two event streams did not open"
+    c = container(engine=e2)
+    assert wait_for(lambda: c.name in m.listdir(os.path.join(m.path, "two")), timeout=10)
+    # Docker says "create" and "start", Podman "create", "init", "start"
+    assert "events (two): container create" in text(), text()[-3000:]
+    assert "events (one): container" not in text()
+    e2.stop()
+    cut = lambda: [l for l in text().splitlines() if "cannot follow" in l]
+    assert wait_for(cut, timeout=30), "the cut stream was not logged"
+    assert len(cut()) == 1 and "engine two's events" in cut()[0], cut()
+
+
+def test_idle_mount_of_two_engines_asks_nothing(engine, private_engine, container, mount, base_dir):
+    """Two engines, each behind a counting proxy: once both event streams
+    are open and each engine's directory was listed, ten seconds of
+    looking at the root and at both engines' directories now and then
+    make no call to either engine (the streams stay the one request
+    each); the daemon's -d log says the same. bench/idle-calls measures
+    it over 60 s."""
+    e2 = private_engine()
+    c1 = container()
+    c2 = container(engine=e2)
+    d = os.path.join(base_dir, f"idle-{os.getpid()}-{os.urandom(3).hex()}")
+    os.mkdir(d)
+    px = {"one": FaultProxy(engine.sock, os.path.join(d, "one.sock")),
+          "two": FaultProxy(e2.sock, os.path.join(d, "two.sock"))}
+    try:
+        m = mount("-d", "-o", "host=" + px["one"].url, "-o", "host=" + px["two"].url, host=False)
+        engine_lines = lambda: [l for l in open(m.log, errors="replace").read().splitlines()
+                                if "engine: " in l]
+        streams = lambda: {n: sum("/events" in l for l in p.seen) for n, p in px.items()}
+        assert wait_for(lambda: streams() == {"one": 1, "two": 1}), streams()
+        dirs = {"one": c1.name, "two": c2.name}
+        for n, name in dirs.items():
+            assert name in m.listdir(os.path.join(m.path, n))
+        assert wait_for(lambda: len(re.findall(r"/events.*a stream", "\n".join(engine_lines()))) == 2)
+        before = {n: len(p.seen) for n, p in px.items()}
+        logged = engine_lines()
+        for _ in range(10):
+            time.sleep(1)
+            assert sorted(m.listdir()) == ["one", "two"]
+            for n, name in dirs.items():
+                assert name in m.listdir(os.path.join(m.path, n))
+        calls = {n: p.seen[before[n]:] for n, p in px.items()}
+        assert calls == {"one": [], "two": []}, calls
+        assert engine_lines() == logged, engine_lines()[len(logged):]
+    finally:
+        for p in px.values():
+            p.close()
 
 
 def test_writeback_per_engine(two, container, mount):
@@ -324,3 +521,16 @@ def test_two_engines_of_one_name_refused(engine, tmp_path, mnt):
     lines = err.strip().splitlines()
     name = base[:-len(".sock")] if base.endswith(".sock") else base
     assert len(lines) == 1 and f"two engines named '{name}'" in lines[0], lines
+
+
+def test_one_unreachable_context_is_one_line(tmp_path, mnt):
+    """-o engines= naming one context nobody answers at: refused as one
+    engine is (exit 2), in one line with curl's reason."""
+    cfg = str(tmp_path / "docker-config")
+    write_context(cfg, "dead", "tcp://127.0.0.1:1")
+    r = run_ctrfs(daemon_env(tmp_path, cfg), "-o", "engines=dead", mnt)
+    lines = r.stderr.decode(errors="replace").strip().splitlines()
+    assert r.returncode == 2, (r.returncode, lines)
+    assert not os.path.ismount(mnt)
+    assert lines == ["ctrfs: cannot connect to engine at tcp://127.0.0.1:1: "
+                     "Couldn't connect to server"], lines

@@ -829,19 +829,51 @@ static void test_podman_rounded_second(void)
 
 	head.st.st_mtim = t7;
 	tar.st.st_mtim = s5001;
-	cache_set_tar_rounding(true);
-	CHECK(cache_same_second(&s5001, &t7));
-	CHECK(!cache_same_second(&s5000, &t7));
-	CHECK(cache_same_second(&t3, &s5000));
+	cache_set_tar_rounding(c, true);
+	CHECK(cache_same_second(c, &s5001, &t7));
+	CHECK(!cache_same_second(c, &s5000, &t7));
+	CHECK(cache_same_second(c, &t3, &s5000));
 	cache_put(c, "ns", "/f", &head, NULL);
 	cache_put(c, "ns", "/f", &tar, NULL);
 	CHECK_INT(cache_get(c, "ns", "/f", &out, NULL, 0), 0);
 	CHECK_INT(out.st.st_mtim.tv_sec, 5000);
 	CHECK_INT(out.st.st_mtim.tv_nsec, 700000000);
-	cache_set_tar_rounding(false);
-	CHECK(!cache_same_second(&s5001, &t7));
-	CHECK(cache_same_second(&s5000, &t7));
+	cache_set_tar_rounding(c, false);
+	CHECK(!cache_same_second(c, &s5001, &t7));
+	CHECK(cache_same_second(c, &s5000, &t7));
 	cache_free(c);
+}
+
+/* Two engines of one mount, a cache each: the Podman engine's rounding
+ * is its cache's alone. A Docker tar's cut second after a HEAD's exact
+ * time keeps the exact time in the Docker engine's cache, however the
+ * Podman engine's cache was set up after it (sites_new()'s order). */
+static void test_rounding_per_cache(void)
+{
+	struct cache *docker = cache_new(100), *podman = cache_new(100);
+	struct cache_attr head = attr_of(S_IFREG | 0644, 5000, 3, CACHE_OWNER),
+			  cut = head, rounded = head, out;
+	struct timespec t7 = {5000, 700000000};
+
+	head.st.st_mtim = t7;
+	cut.st.st_mtim = (struct timespec){5000, 0};
+	rounded.st.st_mtim = (struct timespec){5001, 0};
+	cache_set_tar_rounding(docker, false);
+	cache_set_tar_rounding(podman, true);
+	CHECK(cache_same_second(docker, &cut.st.st_mtim, &t7));
+	CHECK(cache_same_second(podman, &rounded.st.st_mtim, &t7));
+	cache_put(docker, "ns", "/f", &head, NULL);
+	cache_put(docker, "ns", "/f", &cut, NULL);
+	CHECK_INT(cache_get(docker, "ns", "/f", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mtim.tv_sec, 5000);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 700000000);
+	cache_put(podman, "ns", "/f", &head, NULL);
+	cache_put(podman, "ns", "/f", &rounded, NULL);
+	CHECK_INT(cache_get(podman, "ns", "/f", &out, NULL, 0), 0);
+	CHECK_INT(out.st.st_mtim.tv_sec, 5000);
+	CHECK_INT(out.st.st_mtim.tv_nsec, 700000000);
+	cache_free(docker);
+	cache_free(podman);
 }
 
 /* A HEAD that confirms an entry keeps its attributes (a tar's whole
@@ -1170,6 +1202,7 @@ int main(void)
 	test_subtree_root();
 	test_confirm();
 	test_podman_rounded_second();
+	test_rounding_per_cache();
 	test_listing_own_window_listed_again_once();
 	test_inode_numbers();
 	test_hard_link_names();
