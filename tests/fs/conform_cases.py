@@ -60,6 +60,19 @@ def N(*a, **kw):
 
 
 BADUTF8 = "\udcff\udcfe-x"  # bytes ff fe: not UTF-8 (surrogateescape)
+NL = "n\nl"  # a newline in a name
+NLEND = "e\n"  # at its end, where a shell's $(...) would drop it
+
+
+def named(var, name):
+    """Shell lines setting $var to the name (any bytes but NUL and '/'),
+    for a case's setup: printf's octal escapes, and a '/' after it that
+    $(...) keeps the trailing newlines before."""
+    esc = "".join(chr(b) if b < 128 and chr(b).isalnum() else "\\%03o" % b
+                  for b in name.encode(errors="surrogateescape"))
+    return f"{var}=$(printf '{esc}/') && {var}=${{{var}%/}}"
+
+
 W = ["O_WRONLY"]
 CR = ["O_CREAT", "O_WRONLY"]
 CREX = ["O_CREAT", "O_EXCL", "O_WRONLY"]
@@ -107,6 +120,10 @@ CASES = {
         C("creat-existing-truncates", F, "creat", "f", 0o600),
         C("creat-over-dir", D, "creat", "d", 0o644),
         C("creat-readonly-by-root", "printf x > f && chmod 444 f", "creat", "f", 0o644),
+        C("creat-newline", "", "creat", NL, 0o644),
+        C("creat-newline-at-end", "", "creat", NLEND, 0o644),
+        C("creat-invalid-utf8", "", "creat", BADUTF8, 0o644),
+        C("creat-existing-newline", named("n", NL) + ' && printf abc > "$n"', "creat", NL, 0o644),
         N("creat-in-root-dir", "", "creat", "new", 0o644),
         N("creat-0444-other", "mkdir -m 777 o && printf x > o/f && chmod 444 o/f", "creat", "o/f", 0o644),
     ],
@@ -124,6 +141,9 @@ CASES = {
         C("mkdir-in-setgid-dir", "mkdir -m 2775 g && chown 0:1234 g", "mkdir", "g/sub", 0o755),
         C("mkdir-through-loop", LOOP, "mkdir", "a/x"),
         C("mkdir-invalid-utf8", "", "mkdir", BADUTF8),
+        C("mkdir-newline", "", "mkdir", NL),
+        C("mkdir-newline-at-end", "", "mkdir", NLEND),
+        C("mkdir-in-newline-dir", named("n", NL) + ' && mkdir "$n"', "mkdir", NL + "/" + NLEND),
         N("mkdir-in-root-dir", "", "mkdir", "n"),
         N("mkdir-in-777-dir", OPEN777, "mkdir", "o/n", 0o750),
     ],
@@ -147,6 +167,9 @@ CASES = {
         C("unlink-through-file", F, "unlink", "f/x"),
         C("unlink-hardlink", "printf x > f && ln f g", "unlink", "g"),
         C("unlink-through-loop", LOOP, "unlink", "a/x"),
+        C("unlink-newline", named("n", NL) + ' && printf x > "$n"', "unlink", NL),
+        C("unlink-newline-at-end", named("n", NLEND) + ' && printf x > "$n"', "unlink", NLEND),
+        C("unlink-invalid-utf8", named("n", BADUTF8) + ' && printf x > "$n"', "unlink", BADUTF8),
         C("unlink-dotdot-chain", "mkdir d && printf x > f", "unlink", "d/../d/../f"),
         N("unlink-sticky-other", STICKY, "unlink", "s/root"),
         N("unlink-sticky-mine", STICKY, "unlink", "s/mine"),
@@ -172,6 +195,13 @@ CASES = {
         C("rename-exchange", "printf a > f && mkdir g", "renameat2", "f", "g", "exchange",
           refuse=("EINVAL", "RENAME_EXCHANGE: no tool swaps two names at once")),
         C("rename-to-invalid-utf8", F, "rename", "f", BADUTF8),
+        C("rename-newline", named("n", NL) + ' && printf x > "$n"', "rename", NL, NLEND),
+        C("rename-to-newline", F, "rename", "f", NL),
+        C("rename-invalid-utf8", named("n", BADUTF8) + ' && printf x > "$n"', "rename", BADUTF8, "g"),
+        C("rename-dir-newline", named("n", NL) + ' && mkdir "$n" && printf x > "$n/$n"', "rename", NL,
+          NLEND),
+        C("rename-newline-over-file", named("n", NLEND) + ' && printf a > "$n" && printf bb > g',
+          "rename", NLEND, "g"),
         C("rename-through-loop", "ln -s a b && ln -s b a && printf x > f", "rename", "f", "a/f"),
         N("rename-dir-to-other-parent-without-write", "mkdir -m 777 o p && mkdir o/d && "
           "chown 65534:65534 o/d && chmod 555 o/d", "rename", "o/d", "p/d"),
@@ -198,6 +228,10 @@ CASES = {
         C("symlink-long-target", "", "symlink", "x/" * 500 + "y", "l"),
         C("symlink-missing-parent", "", "symlink", "t", "nodir/l"),
         C("symlink-name-too-long", "", "symlink", "t", LONG),
+        C("symlink-newline", "", "symlink", "t\nu", NL),
+        C("symlink-newline-at-end", "", "symlink", NLEND, NLEND),
+        C("symlink-invalid-utf8", "", "symlink", BADUTF8, BADUTF8),
+        C("symlink-newline-over-existing", named("n", NL) + ' && printf x > "$n"', "symlink", "t", NL),
         N("symlink-in-root-dir", "", "symlink", "t", "l"),
         N("symlink-in-777-dir", OPEN777, "symlink", "root", "o/l"),
     ],

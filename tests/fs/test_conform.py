@@ -19,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -158,32 +159,49 @@ def tree(base):
     return out
 
 
-# stat in the container: busybox's and GNU's take the same format
+# stat in the container, busybox's and GNU's alike, safe for any byte of a
+# name but NUL: the names as `find -print0` gives them, then one `stat` per
+# batch with the name last (its lines are read by those names, so a name
+# with a newline cannot shift a field), then each symlink's name and target
 STATE_SH = r"""
-cd /t && find . -exec stat -c '%n|%f|%u|%g|%s|%X|%Y|%h|%t|%T' {} + && echo -- &&
-find . -type l -exec sh -c 'for p; do printf "%s|%s\n" "$p" "$(readlink "$p")"; done' sh {} +
+cd /t && find . -print0 && printf 'STAT\0' &&
+find . -exec stat -c '%f|%u|%g|%s|%X|%Y|%h|%t|%T|%n' {} + && printf '\0LINKS\0' &&
+find . -type l -exec sh -c 'for p; do printf "%s\0" "$p"; readlink "$p"; printf "\0"; done' sh {} +
 """
+STAT_LINE = re.compile(rb"([0-9a-f]+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|(\d+)\|([0-9a-f]+)\|([0-9a-f]+)\|")
 
 
-def ctr_tree(ctr):
-    out = ctr.engine.docker("exec", ctr.name, "sh", "-c", STATE_SH).stdout.decode(
-        errors="surrogateescape")
-    stats, links = out.split("--\n", 1)
+def parse_state(out):
+    """{case id: {relative name: entry}} from STATE_SH's bytes."""
+    toks = out.split(b"\0")
+    names = toks[:toks.index(b"STAT")]
+    pos = sum(len(n) + 1 for n in names) + len(b"STAT\0")
+    end = out.index(b"\0LINKS\0", pos)
+    stats, links = out[pos:end], out[end + len(b"\0LINKS\0"):].split(b"\0")
     targets = {}
-    for line in links.splitlines():
-        p, t = line.split("|", 1)
-        targets[p] = t
-    res = {}
-    for line in stats.splitlines():
-        p, mode, uid, gid, size, at, mt, nlink, ma, mi = line.split("|")
-        parts = p.split("/", 2)  # ".", case id, rest
+    for p, t in zip(links[0::2], links[1::2]):
+        assert t.endswith(b"\n"), (p, t)
+        targets[p] = t[:-1].decode(errors="surrogateescape")
+    res, at = {}, 0
+    for n in names:  # the order of find's walk, the same both times
+        m = STAT_LINE.match(stats, at)
+        assert m and stats.startswith(n + b"\n", m.end()), (n, stats[at:at + 300])
+        at = m.end() + len(n) + 1
+        mode, uid, gid, size, atime, mtime, nlink = (int(v, 16 if i == 0 else 10)
+                                                      for i, v in enumerate(m.groups()[:7]))
+        parts = n.decode(errors="surrogateescape").split("/", 2)  # ".", case id, rest
         if len(parts) < 2:
             continue
         rel = parts[2] if len(parts) == 3 else "."
         res.setdefault(parts[1], {})[rel] = _entry(
-            int(mode, 16), int(uid), int(gid), int(size), int(at), int(mt), int(nlink),
-            (int(ma, 16), int(mi, 16)), targets.get(p))
+            mode, uid, gid, size, atime, mtime, nlink,
+            (int(m.group(8), 16), int(m.group(9), 16)), targets.get(n))
+    assert at == len(stats), stats[at:at + 300]
     return res
+
+
+def ctr_tree(ctr):
+    return parse_state(ctr.engine.docker("exec", ctr.name, "sh", "-c", STATE_SH).stdout)
 
 
 def diff(got, want, keys, what):
