@@ -131,7 +131,7 @@ static int entry_path(const char *dir, const char *name, char *out,
 	const char *base = strrchr(dir, '/') + 1;
 	size_t blen = strlen(base);
 	const char *rel;
-	size_t n;
+	size_t n, rlen;
 
 	if (blen == 0) {
 		rel = name;
@@ -145,8 +145,13 @@ static int entry_path(const char *dir, const char *name, char *out,
 	}
 	while (*rel == '/')
 		rel++;
-	n = (size_t)snprintf(out, outlen, "%s%s%s", dir,
-			     (*rel && blen) ? "/" : "", rel);
+	/* a directory's name ends in '/': a path of PATH_MAX - 1 bytes
+	 * must fit without it */
+	rlen = strlen(rel);
+	while (rlen > 0 && rel[rlen - 1] == '/')
+		rlen--;
+	n = (size_t)snprintf(out, outlen, "%s%s%.*s", dir,
+			     (rlen && blen) ? "/" : "", (int)rlen, rel);
 	if (n >= outlen)
 		return -ENAMETOOLONG;
 	while (n > 1 && out[n - 1] == '/')

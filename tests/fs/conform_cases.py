@@ -12,6 +12,10 @@ call did in the reference directory.
 `refuse=(errno name, reason)`: a documented refusal (README, Limits;
 docs/design.md, Limits): ctrfs gives that errno where ext4 does
 something else, and the container keeps what it had.
+
+`expect=(errno name or None, reason)`: the outcome is written here, not
+ext4's, where the reference cannot say it: for None the container holds
+what the reference does, for an errno what it held before.
 """
 
 import stat
@@ -43,9 +47,9 @@ DANGLING = "ln -s nowhere dl"
 
 
 class Case:
-    def __init__(self, cid, setup, op, *args, who="root", refuse=None):
+    def __init__(self, cid, setup, op, *args, who="root", refuse=None, expect=None):
         self.id, self.setup, self.op, self.args = cid, setup, op, list(args)
-        self.who, self.refuse = who, refuse
+        self.who, self.refuse, self.expect = who, refuse, expect
 
     def __repr__(self):
         return self.id
@@ -71,6 +75,40 @@ def named(var, name):
     esc = "".join(chr(b) if b < 128 and chr(b).isalnum() else "\\%03o" % b
                   for b in name.encode(errors="surrogateescape"))
     return f"{var}=$(printf '{esc}/') && {var}=${{{var}%/}}"
+
+
+PATH_MAX = 4096
+# Paths in the container of PATH_MAX bytes or more are ENAMETOOLONG there
+# (its kernel counts the NUL) and through the mount (pathmap_split():
+# ctrfs names every path from the container's root, README, Limits). The
+# call itself is relative to its case's directory, so ext4 takes a path
+# that is too long in the container: the outcome is written down.
+TOO_LONG = ("ENAMETOOLONG", "the path in the container (/t/CASE/...) has 4096 bytes or more")
+FITS = (None, "the path in the container has 4095 bytes, one under PATH_MAX")
+
+
+def at_length(cid, total):
+    """(setup, path) for a case: directories of 200 bytes made by the
+    setup, and the path under them whose path in the container,
+    /t/<cid>/<path>, has total bytes."""
+    left = total - len(f"/t/{cid}/")
+    comps = []
+    while left > NAME_MAX:
+        comps.append("p" * 200)
+        left -= 201
+    leaf = "z" * left
+    dirs = "/".join(comps)
+    return f"mkdir -p {dirs} && printf abc > f", f"{dirs}/{leaf}"
+
+
+def long_path_cases(op, *lengths):
+    out = []
+    for n in lengths:
+        cid = f"{op}-path-{n}"
+        setup, path = at_length(cid, n)
+        args = {"mkdir": [path], "creat": [path, 0o644], "rename": ["f", path]}[op]
+        out.append(C(cid, setup, op, *args, expect=FITS if n < PATH_MAX else TOO_LONG))
+    return out
 
 
 W = ["O_WRONLY"]
@@ -124,6 +162,7 @@ CASES = {
         C("creat-newline-at-end", "", "creat", NLEND, 0o644),
         C("creat-invalid-utf8", "", "creat", BADUTF8, 0o644),
         C("creat-existing-newline", named("n", NL) + ' && printf abc > "$n"', "creat", NL, 0o644),
+        *long_path_cases("creat", 4095, 4096, 4097),
         N("creat-in-root-dir", "", "creat", "new", 0o644),
         N("creat-0444-other", "mkdir -m 777 o && printf x > o/f && chmod 444 o/f", "creat", "o/f", 0o644),
     ],
@@ -144,6 +183,11 @@ CASES = {
         C("mkdir-newline", "", "mkdir", NL),
         C("mkdir-newline-at-end", "", "mkdir", NLEND),
         C("mkdir-in-newline-dir", named("n", NL) + ' && mkdir "$n"', "mkdir", NL + "/" + NLEND),
+        *long_path_cases("mkdir", 4094, 4095, 4096, 4097),
+        # a directory of 4095 bytes made in the container: listed through
+        # the mount (a GET's tar names it with a '/' after it, PATH_MAX)
+        C("mkdir-below-path-4095", f"mkdir -p {at_length('mkdir-below-path-4095', 4095)[1]}", "mkdir",
+          at_length("mkdir-below-path-4095", 4095)[1] + "/x", expect=TOO_LONG),
         N("mkdir-in-root-dir", "", "mkdir", "n"),
         N("mkdir-in-777-dir", OPEN777, "mkdir", "o/n", 0o750),
     ],
@@ -203,6 +247,7 @@ CASES = {
         C("rename-newline-over-file", named("n", NLEND) + ' && printf a > "$n" && printf bb > g',
           "rename", NLEND, "g"),
         C("rename-through-loop", "ln -s a b && ln -s b a && printf x > f", "rename", "f", "a/f"),
+        *long_path_cases("rename", 4095, 4096),
         N("rename-dir-to-other-parent-without-write", "mkdir -m 777 o p && mkdir o/d && "
           "chown 65534:65534 o/d && chmod 555 o/d", "rename", "o/d", "p/d"),
         N("rename-sticky-other", STICKY, "rename", "s/root", "s/x"),
