@@ -13,6 +13,11 @@ call did in the reference directory.
 docs/design.md, Limits): ctrfs gives that errno where ext4 does
 something else, and the container keeps what it had.
 
+`watch=(name, name after)`: the file's ctime must move forward (or stay)
+as the reference's did, and its inode number stay (or change) as there
+(docs/design.md, "Times" and "Inode numbers"); lstat before and after
+the call, by the runner.
+
 `expect=(errno name or None, reason)`: the outcome is written here, not
 ext4's, where the reference cannot say it: for None the container holds
 what the reference does, for an errno what it held before.
@@ -36,6 +41,10 @@ NS_REFUSED = ("EOPNOTSUPP", "an atime before the mtime, with nanoseconds, where 
 NS_LINK_REFUSED = ("EOPNOTSUPP", "a symlink's own times with nanoseconds where touch takes no "
                    "fraction")
 
+# a file whose mtime is long past (not compared: the engine's reads move
+# the atime the same touch set, in the container)
+OLD = 1300000000
+OLD_F = f"printf abcdef > f && touch -d @{OLD} f"
 # root-owned file, directory, sticky world-writable directory, nobody's file
 F = "printf abcdef > f"
 D = "mkdir d"
@@ -47,9 +56,10 @@ DANGLING = "ln -s nowhere dl"
 
 
 class Case:
-    def __init__(self, cid, setup, op, *args, who="root", refuse=None, expect=None):
+    def __init__(self, cid, setup, op, *args, who="root", refuse=None, expect=None, watch=None):
         self.id, self.setup, self.op, self.args = cid, setup, op, list(args)
         self.who, self.refuse, self.expect = who, refuse, expect
+        self.watch = list(watch) if watch else None
 
     def __repr__(self):
         return self.id
@@ -359,6 +369,30 @@ CASES = {
         N("utimensat-null-others-readonly", F, "utimensat", "f", None, None),
         N("utimensat-explicit-mine", MINE, "utimensat", "mine", T1, T2, refuse=NS_REFUSED),
         N("utimensat-seconds-mine", MINE, "utimensat", "mine", S1, S2),
+    ],
+    # the ctime and inode number of the file a call changes (watch=);
+    # its mtime an old second first, which ctrfs shows as its ctime (a
+    # file first seen), so a ctime moved to now differs from it
+    "ctime": [
+        C("ctime-chmod", OLD_F, "chmod", "f", 0o600, watch=("f", "f")),
+        C("ctime-chmod-same-mode", OLD_F, "chmod", "f", 0o644, watch=("f", "f")),
+        C("ctime-chown", OLD_F, "chown", "f", 1234, 5678, watch=("f", "f")),
+        C("ctime-link", OLD_F, "link", "f", "g", watch=("f", "f")),
+        C("ctime-link-new-name", OLD_F, "link", "f", "g", watch=("f", "g")),
+        C("ctime-unlink-other-name", OLD_F + " && ln f g", "unlink", "g", watch=("f", "f")),
+        C("ctime-rename", OLD_F, "rename", "f", "g", watch=("f", "g")),
+        C("ctime-rename-over-file", OLD_F + " && printf y > g", "rename", "f", "g", watch=("f", "g")),
+        C("ctime-utimensat", OLD_F, "utimensat", "f", S1, S2, watch=("f", "f")),
+        C("ctime-truncate", OLD_F, "truncate", "f", 2, watch=("f", "f")),
+        C("ctime-chmod-dir", f"mkdir d && touch -d @{OLD} d", "chmod", "d", 0o700, watch=("d", "d")),
+        C("ctime-chmod-fifo", f"mkfifo p && touch -d @{OLD} p", "chmod", "p", 0o600, watch=("p", "p")),
+        C("ino-rename-fifo", f"mkfifo p && touch -d @{OLD} p", "rename", "p", "q", watch=("p", "q")),
+        C("ino-rename-symlink", f"ln -s t l && touch -h -d @{OLD} l", "rename", "l", "m",
+          watch=("l", "m")),
+        C("ino-rename-dir", f"mkdir d && printf x > d/f && touch -d @{OLD} d", "rename", "d", "e",
+          watch=("d", "e")),
+        C("ino-rename-dir-other-parent", f"mkdir d p && touch -d @{OLD} d", "rename", "d", "p/d",
+          watch=("d", "p/d")),
     ],
     "mknod": [
         C("mknod-fifo", "", "mknod", "p", stat.S_IFIFO | 0o640),
