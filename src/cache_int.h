@@ -49,6 +49,9 @@ struct cache {
 	off_t data_bytes;
 	off_t data_budget;
 	struct node **inos; /* INO_BUCKETS: names of hard-linked files */
+	/* the time a change seen in an answer is given (cache_set_clock()) */
+	cache_clock_fn clock;
+	void *clock_arg;
 };
 
 #define INO_BUCKETS 1024

@@ -168,12 +168,13 @@ static int add_hardlink(struct loader *l, const char *path, const char *target,
 		/* target not seen: a plain file, whose size a HEAD tells */
 		memset(&a, 0, sizeof(a));
 		a.st = te->st;
-		a.flags = CACHE_OWNER;
+		a.flags = CACHE_OWNER | CACHE_NLINK_COUNTED;
 		fill_defaults(&a.st);
 		cache_put(l->m->c, l->c->id, path, &a, NULL);
 		return 0;
 	}
 	a.st.st_nlink++; /* and its number goes with it (Inode numbers) */
+	a.flags |= CACHE_NLINK_COUNTED;
 	cache_put(l->m->c, l->c->id, target, &a, NULL);
 	cache_put(l->m->c, l->c->id, path, &a, NULL);
 	if (l->nlinks + 2 > l->caplinks) {
@@ -198,8 +199,10 @@ static void fix_hardlinks(struct loader *l)
 
 		if (l->links[i] && l->links[i + 1] &&
 		    cache_get(l->m->c, l->c->id, l->links[i + 1], &a, NULL,
-			      0) == 0)
+			      0) == 0) {
+			a.flags |= CACHE_NLINK_COUNTED;
 			cache_put(l->m->c, l->c->id, l->links[i], &a, NULL);
+		}
 		free(l->links[i]);
 		free(l->links[i + 1]);
 	}
@@ -370,7 +373,8 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 	} else {
 		struct cache_attr a = {.st = te->st,
 				       .validated = now_mono(),
-				       .flags = CACHE_OWNER};
+				       .flags =
+					   CACHE_OWNER | CACHE_NLINK_COUNTED};
 
 		if (te->symlink)
 			a.st.st_size = (off_t)strlen(te->symlink);
