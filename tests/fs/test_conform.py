@@ -29,7 +29,7 @@ import time
 import pytest
 
 from conform_cases import ALL, EXPLICIT
-from conftest import CTRFS_BIN, PODMAN, Container, Mount, same_mtime, stat_type, tail
+from conftest import CTRFS_BIN, ENGINE_KIND, PODMAN, Container, Mount, same_mtime, stat_type, tail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "conform_runner.py")) as _f:
@@ -43,6 +43,20 @@ DEBOOTSTRAP = ["--variant=minbase", "bookworm"]
 PODMAN_NOBODY = ("Podman 4.3: its archive API reports every owner as 0:0, so the kernel's "
                  "permission check (allow_other) judges nobody's own path as root's "
                  "(README, Limits)")
+
+
+SHALLOW = ENGINE_KIND == "docker-20.10"
+SHALLOW_WHY = ("Docker 20.10 resolves a path under its data root on the host: one near PATH_MAX in the "
+               "container cannot be stat'ed there (HEAD 500, no reason: EIO; README, Limits)")
+
+
+def left_out(case):
+    """A case this engine cannot run (the reason: left_out_why())."""
+    return podman_owned(case) or (SHALLOW and case.deep)
+
+
+def left_out_why(case):
+    return PODMAN_NOBODY if podman_owned(case) else SHALLOW_WHY
 
 
 def podman_owned(case):
@@ -301,7 +315,7 @@ class Results:
 @pytest.fixture(scope="module", params=["busybox", "debian"])
 def conform(request, engine, mount_root, tmp_path_factory):
     image = "ctrfs-test/busybox" if request.param == "busybox" else request.getfixturevalue("debian_image")
-    cases = [c for c in ALL if not podman_owned(c)]
+    cases = [c for c in ALL if not left_out(c)]
     work = tmp_path_factory.mktemp("conform-" + request.param)
     ref = tempfile.mkdtemp(prefix="ctrfs-conform.", dir="/var/tmp")
     os.chmod(ref, 0o755)
@@ -346,8 +360,8 @@ def conform(request, engine, mount_root, tmp_path_factory):
 
 @pytest.mark.parametrize("case", ALL, ids=lambda c: c.id)
 def test_conform(conform, case):
-    if podman_owned(case):
-        pytest.skip(PODMAN_NOBODY)
+    if left_out(case):
+        pytest.skip(left_out_why(case))
     R = conform
     want_err, want_ret, want_obs = R.ref[case.id]
     got_err, got_ret, got_obs = R.got[case.id]
