@@ -89,6 +89,14 @@ struct cache *cache_new(size_t max_entries)
 	return c;
 }
 
+void cache_set_clock(struct cache *c, cache_clock_fn clock, void *arg)
+{
+	pthread_mutex_lock(&c->lock);
+	c->clock = clock;
+	c->clock_arg = arg;
+	pthread_mutex_unlock(&c->lock);
+}
+
 struct cache_blob {
 	int fd;
 	int refs; /* atomic */
@@ -293,9 +301,28 @@ bool cache_data_holds(const struct cache *c, const struct node *n,
 		 st->st_mtim.tv_sec + 1 < n->data_snapshot));
 }
 
+/* Whether an answer about the same file (type, size, mtime) says what
+ * only a ctime would: another mode, owner or link count (a chmod, chown or
+ * link inside the container). Owners and counts only where both say them;
+ * a directory's count is ctrfs's own (its listing's subdirectories). */
+static bool inode_changed(const struct cache_attr *old,
+			  const struct cache_attr *attr)
+{
+	const struct stat *o = &old->st, *s = &attr->st;
+
+	if (o->st_mode != s->st_mode)
+		return true;
+	if (!(old->flags & CACHE_OWNER) || !(attr->flags & CACHE_OWNER))
+		return false;
+	return o->st_uid != s->st_uid || o->st_gid != s->st_gid ||
+	       (!S_ISDIR(s->st_mode) && !(attr->flags & CACHE_NLINK_COUNTED) &&
+		o->st_nlink != s->st_nlink);
+}
+
 /* merge()'s times: what the old entry knew finer or the new source does
  * not say is kept (n->attr is already the new answer). */
-static void merge_times(struct node *n, const struct cache_attr *old,
+static void merge_times(struct cache *c, struct node *n,
+			const struct cache_attr *old,
 			const struct cache_attr *attr, bool same_type,
 			bool same_mtime)
 {
@@ -324,6 +351,14 @@ static void merge_times(struct node *n, const struct cache_attr *old,
 		if ((!ours && same) ||
 		    timespec_before(&st->st_ctim, &old->st.st_ctim))
 			st->st_ctim = old->st.st_ctim;
+		/* changed inside, seen now: the ctime is when we saw it */
+		if (!ours && same && c->clock && inode_changed(old, attr)) {
+			struct timespec now;
+
+			c->clock(c->clock_arg, &now);
+			if (timespec_before(&st->st_ctim, &now))
+				st->st_ctim = now;
+		}
 	}
 }
 
@@ -342,8 +377,8 @@ static void merge(struct cache *c, struct node *n,
 	if (n->data && !cache_data_holds(c, n, &attr->st))
 		cache_drop_data(c, n);
 	n->attr = *attr;
-	n->attr.flags &= ~CACHE_SAME_ENTRIES;
-	merge_times(n, &old, attr, same_type, same_mtime);
+	n->attr.flags &= ~(CACHE_SAME_ENTRIES | CACHE_NLINK_COUNTED);
+	merge_times(c, n, &old, attr, same_type, same_mtime);
 	if (!attr->st.st_ino) {
 		bool changed = !same_type || !same_mtime ||
 			       old.st.st_size != attr->st.st_size;
@@ -427,8 +462,8 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	n->keylen = len;
 	n->hash = h;
 	n->attr = *attr;
-	n->attr.flags &=
-	    ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO | CACHE_TIMES);
+	n->attr.flags &= ~(CACHE_LINK | CACHE_SAME_ENTRIES | CACHE_SHARED_INO |
+			   CACHE_TIMES | CACHE_NLINK_COUNTED);
 	if (!n->attr.st.st_ino)
 		n->attr.st.st_ino = cache_new_ino();
 	else if (attr->st.st_nlink > 1 && !S_ISDIR(attr->st.st_mode))

@@ -30,6 +30,11 @@
  * (type, size, mtime), else the later of each and the new mtime. Not kept
  * in the stored flags. */
 #define CACHE_TIMES 16u
+/* The attr's link count is ctrfs's count of the names a tar holds (no
+ * tar header says one), which the next names of the tar may raise: not a
+ * change of the file's (cache_put() moves no ctime for it). Not kept in
+ * the stored flags. */
+#define CACHE_NLINK_COUNTED 32u
 
 static inline bool timespec_before(const struct timespec *a,
 				   const struct timespec *b)
@@ -80,6 +85,14 @@ bool cache_same_second(const struct cache *c, const struct timespec *a,
 
 struct cache *cache_new(size_t max_entries);
 void cache_free(struct cache *c);
+
+/*
+ * The clock whose time an answer's change of mode, owner or link count
+ * gives the entry's ctime (docs/design.md, "Times"): the engine's. Called
+ * with the cache's lock held. Without one, such a change keeps the ctime.
+ */
+typedef void (*cache_clock_fn)(void *arg, struct timespec *now);
+void cache_set_clock(struct cache *c, cache_clock_fn clock, void *arg);
 
 /* 0 and a copy of the entry (and its raw link target, when link is not
  * NULL and CACHE_LINK is set), or -ENOENT. */

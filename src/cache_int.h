@@ -50,6 +50,9 @@ struct cache {
 	off_t data_budget;
 	struct node **inos; /* INO_BUCKETS: names of hard-linked files */
 	bool tar_rounds;    /* cache_set_tar_rounding() */
+	/* the time a change seen in an answer is given (cache_set_clock()) */
+	cache_clock_fn clock;
+	void *clock_arg;
 };
 
 #define INO_BUCKETS 1024

@@ -42,11 +42,18 @@ void cache_ino_hook(struct cache *c, struct node *n)
 }
 
 /* Gives every other name of n's file (docs/design.md, "One record for all
- * names of a file") what n's entry says of the file. */
+ * names of a file") what n's entry says of the file, but the latest ctime
+ * any of them has: a ctime never goes back (an answer for one name says
+ * none, and a change seen through another has moved it). */
 void cache_sync_names(struct cache *c, struct node *n)
 {
 	const struct stat *st = &n->attr.st;
 
+	for (struct node *o = c->inos[n->hooked % INO_BUCKETS]; n->hooked && o;
+	     o = o->ino_next)
+		if (o != n && o->hooked == n->hooked &&
+		    timespec_before(&n->attr.st.st_ctim, &o->attr.st.st_ctim))
+			n->attr.st.st_ctim = o->attr.st.st_ctim;
 	for (struct node *o = c->inos[n->hooked % INO_BUCKETS]; n->hooked && o;
 	     o = o->ino_next) {
 		if (o == n || o->hooked != n->hooked)

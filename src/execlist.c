@@ -41,17 +41,40 @@ static int cmp_names(const void *a, const void *b)
 }
 
 /* Runs find and stat over the children of dir (deep: its whole subtree),
- * as engine_exec_out() does. */
+ * as engine_exec_out() does. stat prints a path with a newline in it
+ * over two lines, the second of which can read as another path's (a
+ * directory named "q\n81a4 5 6 99 0 1 0 0 " holding cb/f makes a line
+ * for /cb/f): such a path prints "?", a line no parse takes. */
 static int exec_stat(struct meta *m, struct ctr *c, const char *dir, bool deep,
 		     int *status, char *msg, size_t msglen, char **out,
 		     size_t *outlen)
 {
-	const char *argv[] = {
-	    "find", dir,  "-mindepth",	     "1",  "-maxdepth", "1", "-exec",
-	    "stat", "-c", PATHSTAT_STAT_FMT, "{}", "+",		NULL};
+	const char *argv[] = {"find",
+			      dir,
+			      "-mindepth",
+			      "1",
+			      "-maxdepth",
+			      "1",
+			      "-path",
+			      "*\n*",
+			      "-exec",
+			      "stat",
+			      "-c",
+			      "?",
+			      "{}",
+			      "+",
+			      "-o",
+			      "-exec",
+			      "stat",
+			      "-c",
+			      PATHSTAT_STAT_FMT,
+			      "{}",
+			      "+",
+			      NULL};
 
 	if (deep) /* without "-maxdepth 1" */
-		memmove(&argv[4], &argv[6], 7 * sizeof(argv[0]));
+		memmove(&argv[4], &argv[6],
+			(sizeof(argv) / sizeof(argv[0]) - 6) * sizeof(argv[0]));
 	*status = 0;
 	return engine_exec_out(m->e, c->id, argv, status, msg, msglen, out,
 			       outlen);

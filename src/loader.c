@@ -131,7 +131,7 @@ static int entry_path(const char *dir, const char *name, char *out,
 	const char *base = strrchr(dir, '/') + 1;
 	size_t blen = strlen(base);
 	const char *rel;
-	size_t n;
+	size_t n, rlen;
 
 	if (blen == 0) {
 		rel = name;
@@ -145,8 +145,13 @@ static int entry_path(const char *dir, const char *name, char *out,
 	}
 	while (*rel == '/')
 		rel++;
-	n = (size_t)snprintf(out, outlen, "%s%s%s", dir,
-			     (*rel && blen) ? "/" : "", rel);
+	/* a directory's name ends in '/': a path of PATH_MAX - 1 bytes
+	 * must fit without it */
+	rlen = strlen(rel);
+	while (rlen > 0 && rel[rlen - 1] == '/')
+		rlen--;
+	n = (size_t)snprintf(out, outlen, "%s%s%.*s", dir,
+			     (rlen && blen) ? "/" : "", (int)rlen, rel);
 	if (n >= outlen)
 		return -ENAMETOOLONG;
 	while (n > 1 && out[n - 1] == '/')
@@ -163,12 +168,13 @@ static int add_hardlink(struct loader *l, const char *path, const char *target,
 		/* target not seen: a plain file, whose size a HEAD tells */
 		memset(&a, 0, sizeof(a));
 		a.st = te->st;
-		a.flags = CACHE_OWNER;
+		a.flags = CACHE_OWNER | CACHE_NLINK_COUNTED;
 		fill_defaults(&a.st);
 		cache_put(l->m->c, l->c->id, path, &a, NULL);
 		return 0;
 	}
 	a.st.st_nlink++; /* and its number goes with it (Inode numbers) */
+	a.flags |= CACHE_NLINK_COUNTED;
 	cache_put(l->m->c, l->c->id, target, &a, NULL);
 	cache_put(l->m->c, l->c->id, path, &a, NULL);
 	if (l->nlinks + 2 > l->caplinks) {
@@ -193,8 +199,10 @@ static void fix_hardlinks(struct loader *l)
 
 		if (l->links[i] && l->links[i + 1] &&
 		    cache_get(l->m->c, l->c->id, l->links[i + 1], &a, NULL,
-			      0) == 0)
+			      0) == 0) {
+			a.flags |= CACHE_NLINK_COUNTED;
 			cache_put(l->m->c, l->c->id, l->links[i], &a, NULL);
+		}
 		free(l->links[i]);
 		free(l->links[i + 1]);
 	}
@@ -365,7 +373,8 @@ static int load_entry(struct loader *l, const struct tar_entry *te)
 	} else {
 		struct cache_attr a = {.st = te->st,
 				       .validated = now_mono(),
-				       .flags = CACHE_OWNER};
+				       .flags =
+					   CACHE_OWNER | CACHE_NLINK_COUNTED};
 
 		if (te->symlink)
 			a.st.st_size = (off_t)strlen(te->symlink);

@@ -26,6 +26,12 @@
  * the GET brings with the header, is read and kept as well. */
 #define PROBE_FILE ((off_t)1 << 20)
 
+/* The cache's clock: a change seen in an answer gets the engine's time. */
+static void cache_clock(void *arg, struct timespec *now)
+{
+	engine_clock(arg, now);
+}
+
 struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 		      meta_busy_fn busy, struct spool *spool)
 {
@@ -46,6 +52,7 @@ struct meta *meta_new(struct engine *e, struct cache *c, double ttl,
 		free(m);
 		return NULL;
 	}
+	cache_set_clock(c, cache_clock, e);
 	return m;
 }
 

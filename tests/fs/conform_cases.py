@@ -12,6 +12,18 @@ call did in the reference directory.
 `refuse=(errno name, reason)`: a documented refusal (README, Limits;
 docs/design.md, Limits): ctrfs gives that errno where ext4 does
 something else, and the container keeps what it had.
+
+`deep=True`: paths near PATH_MAX in the container, which Docker 20.10
+cannot stat (README, Limits): left out there.
+
+`watch=(name, name after)`: the file's ctime must move forward (or stay)
+as the reference's did, and its inode number stay (or change) as there
+(docs/design.md, "Times" and "Inode numbers"); lstat before and after
+the call, by the runner.
+
+`expect=(errno name or None, reason)`: the outcome is written here, not
+ext4's, where the reference cannot say it: for None the container holds
+what the reference does, for an errno what it held before.
 """
 
 import stat
@@ -32,6 +44,10 @@ NS_REFUSED = ("EOPNOTSUPP", "an atime before the mtime, with nanoseconds, where 
 NS_LINK_REFUSED = ("EOPNOTSUPP", "a symlink's own times with nanoseconds where touch takes no "
                    "fraction")
 
+# a file whose mtime is long past (not compared: the engine's reads move
+# the atime the same touch set, in the container)
+OLD = 1300000000
+OLD_F = f"printf abcdef > f && touch -d @{OLD} f"
 # root-owned file, directory, sticky world-writable directory, nobody's file
 F = "printf abcdef > f"
 D = "mkdir d"
@@ -43,9 +59,11 @@ DANGLING = "ln -s nowhere dl"
 
 
 class Case:
-    def __init__(self, cid, setup, op, *args, who="root", refuse=None):
+    def __init__(self, cid, setup, op, *args, who="root", refuse=None, expect=None, watch=None,
+                 deep=False):
         self.id, self.setup, self.op, self.args = cid, setup, op, list(args)
-        self.who, self.refuse = who, refuse
+        self.who, self.refuse, self.expect, self.deep = who, refuse, expect, deep
+        self.watch = list(watch) if watch else None
 
     def __repr__(self):
         return self.id
@@ -60,6 +78,53 @@ def N(*a, **kw):
 
 
 BADUTF8 = "\udcff\udcfe-x"  # bytes ff fe: not UTF-8 (surrogateescape)
+NL = "n\nl"  # a newline in a name
+NLEND = "e\n"  # at its end, where a shell's $(...) would drop it
+
+
+def named(var, name):
+    """Shell lines setting $var to the name (any bytes but NUL and '/'),
+    for a case's setup: printf's octal escapes, and a '/' after it that
+    $(...) keeps the trailing newlines before."""
+    esc = "".join(chr(b) if b < 128 and chr(b).isalnum() else "\\%03o" % b
+                  for b in name.encode(errors="surrogateescape"))
+    return f"{var}=$(printf '{esc}/') && {var}=${{{var}%/}}"
+
+
+PATH_MAX = 4096
+# Paths in the container of PATH_MAX bytes or more are ENAMETOOLONG there
+# (its kernel counts the NUL) and through the mount (pathmap_split():
+# ctrfs names every path from the container's root, README, Limits). The
+# call itself is relative to its case's directory, so ext4 takes a path
+# that is too long in the container: the outcome is written down.
+TOO_LONG = ("ENAMETOOLONG", "the path in the container (/t/CASE/...) has 4096 bytes or more")
+FITS = (None, "the path in the container has 4095 bytes, one under PATH_MAX")
+
+
+def at_length(cid, total):
+    """(setup, path) for a case: directories of 200 bytes made by the
+    setup, and the path under them whose path in the container,
+    /t/<cid>/<path>, has total bytes."""
+    left = total - len(f"/t/{cid}/")
+    comps = []
+    while left > NAME_MAX:
+        comps.append("p" * 200)
+        left -= 201
+    leaf = "z" * left
+    dirs = "/".join(comps)
+    return f"mkdir -p {dirs} && printf abc > f", f"{dirs}/{leaf}"
+
+
+def long_path_cases(op, *lengths):
+    out = []
+    for n in lengths:
+        cid = f"{op}-path-{n}"
+        setup, path = at_length(cid, n)
+        args = {"mkdir": [path], "creat": [path, 0o644], "rename": ["f", path]}[op]
+        out.append(C(cid, setup, op, *args, expect=FITS if n < PATH_MAX else TOO_LONG, deep=True))
+    return out
+
+
 W = ["O_WRONLY"]
 CR = ["O_CREAT", "O_WRONLY"]
 CREX = ["O_CREAT", "O_EXCL", "O_WRONLY"]
@@ -107,6 +172,11 @@ CASES = {
         C("creat-existing-truncates", F, "creat", "f", 0o600),
         C("creat-over-dir", D, "creat", "d", 0o644),
         C("creat-readonly-by-root", "printf x > f && chmod 444 f", "creat", "f", 0o644),
+        C("creat-newline", "", "creat", NL, 0o644),
+        C("creat-newline-at-end", "", "creat", NLEND, 0o644),
+        C("creat-invalid-utf8", "", "creat", BADUTF8, 0o644),
+        C("creat-existing-newline", named("n", NL) + ' && printf abc > "$n"', "creat", NL, 0o644),
+        *long_path_cases("creat", 4095, 4096, 4097),
         N("creat-in-root-dir", "", "creat", "new", 0o644),
         N("creat-0444-other", "mkdir -m 777 o && printf x > o/f && chmod 444 o/f", "creat", "o/f", 0o644),
     ],
@@ -124,6 +194,14 @@ CASES = {
         C("mkdir-in-setgid-dir", "mkdir -m 2775 g && chown 0:1234 g", "mkdir", "g/sub", 0o755),
         C("mkdir-through-loop", LOOP, "mkdir", "a/x"),
         C("mkdir-invalid-utf8", "", "mkdir", BADUTF8),
+        C("mkdir-newline", "", "mkdir", NL),
+        C("mkdir-newline-at-end", "", "mkdir", NLEND),
+        C("mkdir-in-newline-dir", named("n", NL) + ' && mkdir "$n"', "mkdir", NL + "/" + NLEND),
+        *long_path_cases("mkdir", 4094, 4095, 4096, 4097),
+        # a directory of 4095 bytes made in the container: listed through
+        # the mount (a GET's tar names it with a '/' after it, PATH_MAX)
+        C("mkdir-below-path-4095", f"mkdir -p {at_length('mkdir-below-path-4095', 4095)[1]}", "mkdir",
+          at_length("mkdir-below-path-4095", 4095)[1] + "/x", expect=TOO_LONG, deep=True),
         N("mkdir-in-root-dir", "", "mkdir", "n"),
         N("mkdir-in-777-dir", OPEN777, "mkdir", "o/n", 0o750),
     ],
@@ -147,6 +225,9 @@ CASES = {
         C("unlink-through-file", F, "unlink", "f/x"),
         C("unlink-hardlink", "printf x > f && ln f g", "unlink", "g"),
         C("unlink-through-loop", LOOP, "unlink", "a/x"),
+        C("unlink-newline", named("n", NL) + ' && printf x > "$n"', "unlink", NL),
+        C("unlink-newline-at-end", named("n", NLEND) + ' && printf x > "$n"', "unlink", NLEND),
+        C("unlink-invalid-utf8", named("n", BADUTF8) + ' && printf x > "$n"', "unlink", BADUTF8),
         C("unlink-dotdot-chain", "mkdir d && printf x > f", "unlink", "d/../d/../f"),
         N("unlink-sticky-other", STICKY, "unlink", "s/root"),
         N("unlink-sticky-mine", STICKY, "unlink", "s/mine"),
@@ -172,12 +253,29 @@ CASES = {
         C("rename-exchange", "printf a > f && mkdir g", "renameat2", "f", "g", "exchange",
           refuse=("EINVAL", "RENAME_EXCHANGE: no tool swaps two names at once")),
         C("rename-to-invalid-utf8", F, "rename", "f", BADUTF8),
+        C("rename-newline", named("n", NL) + ' && printf x > "$n"', "rename", NL, NLEND),
+        C("rename-to-newline", F, "rename", "f", NL),
+        C("rename-invalid-utf8", named("n", BADUTF8) + ' && printf x > "$n"', "rename", BADUTF8, "g"),
+        C("rename-dir-newline", named("n", NL) + ' && mkdir "$n" && printf x > "$n/$n"', "rename", NL,
+          NLEND),
+        C("rename-newline-over-file", named("n", NLEND) + ' && printf a > "$n" && printf bb > g',
+          "rename", NLEND, "g"),
         C("rename-through-loop", "ln -s a b && ln -s b a && printf x > f", "rename", "f", "a/f"),
+        *long_path_cases("rename", 4095, 4096),
         N("rename-dir-to-other-parent-without-write", "mkdir -m 777 o p && mkdir o/d && "
           "chown 65534:65534 o/d && chmod 555 o/d", "rename", "o/d", "p/d"),
         N("rename-sticky-other", STICKY, "rename", "s/root", "s/x"),
         N("rename-in-root-dir", MINE, "rename", "mine", "x"),
         N("rename-sticky-mine", STICKY, "rename", "s/mine", "s/x"),
+    ],
+    # GNU mv (the runner's, the host's coreutils), whose renameat2
+    # (RENAME_NOREPLACE) fails and which then judges by st_dev and st_ino:
+    # two names of one file are "the same file" (exit 1, both kept: 9.1;
+    # older ones removed the source), which needs their one inode number
+    "mv": [
+        C("mv-hardlinks-of-one-file", "printf x > a && ln a b", "mv", "a", "b"),
+        C("mv-hardlinks-other-dir", "mkdir d && printf x > a && ln a d/b", "mv", "a", "d/b"),
+        C("mv-file-over-file", "printf a > a && printf bb > b", "mv", "a", "b"),
     ],
     "link": [
         C("link-dir", D, "link", "d", "e"),
@@ -198,6 +296,10 @@ CASES = {
         C("symlink-long-target", "", "symlink", "x/" * 500 + "y", "l"),
         C("symlink-missing-parent", "", "symlink", "t", "nodir/l"),
         C("symlink-name-too-long", "", "symlink", "t", LONG),
+        C("symlink-newline", "", "symlink", "t\nu", NL),
+        C("symlink-newline-at-end", "", "symlink", NLEND, NLEND),
+        C("symlink-invalid-utf8", "", "symlink", BADUTF8, BADUTF8),
+        C("symlink-newline-over-existing", named("n", NL) + ' && printf x > "$n"', "symlink", "t", NL),
         N("symlink-in-root-dir", "", "symlink", "t", "l"),
         N("symlink-in-777-dir", OPEN777, "symlink", "root", "o/l"),
     ],
@@ -280,6 +382,30 @@ CASES = {
         N("utimensat-null-others-readonly", F, "utimensat", "f", None, None),
         N("utimensat-explicit-mine", MINE, "utimensat", "mine", T1, T2, refuse=NS_REFUSED),
         N("utimensat-seconds-mine", MINE, "utimensat", "mine", S1, S2),
+    ],
+    # the ctime and inode number of the file a call changes (watch=);
+    # its mtime an old second first, which ctrfs shows as its ctime (a
+    # file first seen), so a ctime moved to now differs from it
+    "ctime": [
+        C("ctime-chmod", OLD_F, "chmod", "f", 0o600, watch=("f", "f")),
+        C("ctime-chmod-same-mode", OLD_F, "chmod", "f", 0o644, watch=("f", "f")),
+        C("ctime-chown", OLD_F, "chown", "f", 1234, 5678, watch=("f", "f")),
+        C("ctime-link", OLD_F, "link", "f", "g", watch=("f", "f")),
+        C("ctime-link-new-name", OLD_F, "link", "f", "g", watch=("f", "g")),
+        C("ctime-unlink-other-name", OLD_F + " && ln f g", "unlink", "g", watch=("f", "f")),
+        C("ctime-rename", OLD_F, "rename", "f", "g", watch=("f", "g")),
+        C("ctime-rename-over-file", OLD_F + " && printf y > g", "rename", "f", "g", watch=("f", "g")),
+        C("ctime-utimensat", OLD_F, "utimensat", "f", S1, S2, watch=("f", "f")),
+        C("ctime-truncate", OLD_F, "truncate", "f", 2, watch=("f", "f")),
+        C("ctime-chmod-dir", f"mkdir d && touch -d @{OLD} d", "chmod", "d", 0o700, watch=("d", "d")),
+        C("ctime-chmod-fifo", f"mkfifo p && touch -d @{OLD} p", "chmod", "p", 0o600, watch=("p", "p")),
+        C("ino-rename-fifo", f"mkfifo p && touch -d @{OLD} p", "rename", "p", "q", watch=("p", "q")),
+        C("ino-rename-symlink", f"ln -s t l && touch -h -d @{OLD} l", "rename", "l", "m",
+          watch=("l", "m")),
+        C("ino-rename-dir", f"mkdir d && printf x > d/f && touch -d @{OLD} d", "rename", "d", "e",
+          watch=("d", "e")),
+        C("ino-rename-dir-other-parent", f"mkdir d p && touch -d @{OLD} d", "rename", "d", "p/d",
+          watch=("d", "p/d")),
     ],
     "mknod": [
         C("mknod-fifo", "", "mknod", "p", stat.S_IFIFO | 0o640),

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Run by test_conform.py as root or as uid 65534 (python3 -c): one system
 call per case, each in its case's directory under BASE (argv[1]); the
-cases come as JSON on stdin ([id, op, args...]), the outcome of each goes
-to stdout as JSON: id -> [errno name or null, result]."""
+cases come as JSON on stdin ([id, op, [args...], watch]), the outcome of
+each goes to stdout as JSON: id -> [errno name or null, result, what the
+call did to the watched file (watch: [name before, name after]) or
+null]."""
 
 import ctypes
 import errno
 import json
 import os
+import subprocess
 import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -75,7 +78,14 @@ def op_ftruncate(path, fl, size):
         os.close(fd)
 
 
+def op_mv(a, b):
+    """GNU mv (the host's coreutils): its exit status is the result."""
+    return subprocess.run(["/bin/mv", "--", a, b], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+
+
 OPS = {
+    "mv": op_mv,
     "open": op_open,
     "creat": op_creat,
     "write": op_write,
@@ -98,17 +108,28 @@ OPS = {
 }
 
 
+def observe(before, after):
+    """What the call did to the watched file: its ctime moved forward
+    ("advanced"), stayed ("same") or went back ("back"), and whether its
+    inode number is the one it had (after a rename: under its new name)."""
+    ct = ("advanced" if after.st_ctime_ns > before.st_ctime_ns else
+          "same" if after.st_ctime_ns == before.st_ctime_ns else "back")
+    return {"ctime": ct, "ino": after.st_ino == before.st_ino}
+
+
 def main():
     base = sys.argv[1]
     os.umask(0)
     out = {}
-    for cid, op, *args in json.load(sys.stdin):
+    for cid, op, args, watch in json.load(sys.stdin):
         try:
             os.chdir(os.path.join(base, cid))
+            before = watch and os.lstat(watch[0])
             res = OPS[op](*args)
-            out[cid] = [None, res if isinstance(res, (str, int)) else None]
+            obs = watch and observe(before, os.lstat(watch[1]))
+            out[cid] = [None, res if isinstance(res, (str, int)) else None, obs]
         except OSError as e:
-            out[cid] = [errno.errorcode.get(e.errno, str(e.errno)), None]
+            out[cid] = [errno.errorcode.get(e.errno, str(e.errno)), None, None]
         finally:
             os.chdir("/")
     json.dump(out, sys.stdout)

@@ -997,6 +997,34 @@ def test_a_walk_through_a_big_directory_confirms_it_by_exec(mount, container):
     assert compare_stat(c, m.p(c, "/cb/f3"), "/cb/f3") == {}
 
 
+# directories whose names hold a newline and then what reads as a stat
+# line of /cb/fN (owner 5:6, size 99), with cb/fN inside: the path
+# /cb/qN<newline>81a4 5 6 99 0 1 0 0 /cb/fN prints as two lines
+_FORGED = "".join(f'd=$(printf \'/cb/q{i}\\n81a4 5 6 99 0 1 0 0 \'); '
+                  f'mkdir -p "$d/cb"; echo {i} > "$d/cb/f{i}"; ' for i in range(20))
+
+
+def test_a_confirmation_by_exec_is_not_fooled_by_a_newline_in_a_name(mount, container):
+    """`find -exec stat` prints one line per path, the name last: a path
+    with a newline in it is two lines, the second of which may read as
+    another path's. Such paths are marked ('?'), not stat'ed, and left to
+    a HEAD: each file shows what the container holds (20 forged lines,
+    each after or before the real one in find's order)."""
+    c = container()
+    c.sh(_FORGED + _BIG_TREE)
+    m = mount("-d")
+    top = m.p(c, "/cb")
+    assert len(_walk_sizes(top)) == 404 + 60
+    time.sleep(1.5)
+    before = len(engine_log(m))
+    again = _walk_sizes(top)
+    log = engine_log(m)[before:]
+    assert "confirmed '/cb' in" in log, log[-3000:]
+    assert [n for n in range(20) if again[f"f{n}"] != (len(str(n)) + 1, 0)] == []
+    for i in (0, 7, 19):
+        assert compare_stat(c, m.p(c, f"/cb/f{i}"), f"/cb/f{i}") == {}
+
+
 def test_a_big_directory_without_find_is_walked_with_heads(mount, container):
     """Without `find` in the container the walk asks each entry, as
     before, and sees the same changes."""

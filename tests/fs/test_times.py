@@ -5,6 +5,7 @@
 import ctypes
 import errno
 import os
+import stat
 import time
 
 import pytest
@@ -245,6 +246,34 @@ def test_ctime_follows_every_change(mount, files):
     _ctime_step(files, m, f, write)
     os.rename(p, m.p(files, "/t/moved"))
     assert ctr_times(files, "/t/moved")[2] <= mnt_times(m.p(files, "/t/moved"))[2]
+
+
+def test_ctime_moves_for_a_change_made_inside(mount, files):
+    """A chmod or chown made inside the container moves neither size nor
+    mtime: the ctime shown moves forward when ctrfs sees the new mode (a
+    HEAD) or owner (a listing of the directory), to the time it saw it: not
+    before the container's own, and it stays while nothing changes (a hard
+    link to another file listed with it included: a tar counts no links)."""
+    m = mount("-o", "attr_timeout=0")  # every stat asks the engine
+    p = m.p(files, "/t/g")
+    seen = mnt_times(p)[2]  # first seen: its mtime
+    steps = [("chmod", ["chmod", "600", "/t/g"], lambda st: stat.S_IMODE(st.st_mode) == 0o600)]
+    if not PODMAN:  # its archive API: every owner 0:0 (README, Limits)
+        steps.append(("chown", ["chown", "12:34", "/t/g"], lambda st: (st.st_uid, st.st_gid) == (12, 34)))
+    for i, (what, argv, shows) in enumerate(steps):
+        files.exec(*argv)
+        # a name made in /t moves its mtime: the next listing is the engine's
+        files.exec("touch", f"/t/new{i}")
+        assert f"new{i}" in call_with_timeout(os.listdir, m.p(files, "/t"))
+        st = call_with_timeout(os.lstat, p)
+        assert shows(st), (what, st)
+        inside = ctr_times(files, "/t/g")[2]
+        assert st.st_ctime_ns > seen, f"{what}: the mount's ctime did not move: {seen} -> {st.st_ctime_ns}"
+        assert inside <= st.st_ctime_ns < inside + 5 * NS, f"{what}: mount {st.st_ctime_ns}, container {inside}"
+        seen = st.st_ctime_ns
+    files.exec("ln", "/t/h", "/t/h3")
+    assert "h3" in call_with_timeout(os.listdir, m.p(files, "/t"))
+    assert mnt_times(p)[2] == seen
 
 
 def test_ctime_does_not_move_for_the_same_file(mount, files):

@@ -178,6 +178,85 @@ static void test_put_flag_link_without_target(void)
 	cache_free(c);
 }
 
+static time_t clock_now;
+
+static void fixed_clock(void *arg, struct timespec *now)
+{
+	(void)arg;
+	now->tv_sec = clock_now;
+	now->tv_nsec = 0;
+}
+
+static time_t ctime_after(struct cache *c, struct cache_attr a)
+{
+	a.st.st_ctim = a.st.st_mtim; /* as a source gives it */
+	cache_put(c, "ns", "/f", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/f", &a, NULL, 0), 0);
+	return a.st.st_ctim.tv_sec;
+}
+
+/* A chmod, chown or link made inside the container: the same size and
+ * mtime, another mode, owner or link count; the ctime is when it was seen,
+ * never back. */
+static void test_ctime_of_a_change_seen(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr f = owned(S_IFREG | 0644, 1000, 1, 2, 1);
+
+	cache_set_clock(c, fixed_clock, NULL);
+	clock_now = 5000;
+	CHECK_INT(ctime_after(c, f), 1000); /* first seen: the mtime */
+	CHECK_INT(ctime_after(c, f), 1000); /* the same */
+	f.st.st_mode = S_IFREG | 0600;
+	CHECK_INT(ctime_after(c, f), 5000);
+	clock_now = 6000;
+	CHECK_INT(ctime_after(c, f), 5000); /* the same again */
+	f.st.st_uid = 7;
+	CHECK_INT(ctime_after(c, f), 6000);
+	clock_now = 7000;
+	f.st.st_nlink = 2;
+	CHECK_INT(ctime_after(c, f), 7000);
+	/* an answer without an owner (a HEAD) says nothing of one */
+	clock_now = 8000;
+	f.flags = 0;
+	f.st.st_uid = 9;
+	CHECK_INT(ctime_after(c, f), 7000);
+	/* never back */
+	clock_now = 100;
+	f.st.st_mode = S_IFREG | 0640;
+	CHECK_INT(ctime_after(c, f), 7000);
+	/* a directory's link count is ctrfs's own count */
+	f = owned(S_IFDIR | 0755, 1000, 1, 2, 2);
+	clock_now = 9000;
+	cache_remove(c, "ns", "/f");
+	CHECK_INT(ctime_after(c, f), 1000);
+	f.st.st_nlink = 3;
+	CHECK_INT(ctime_after(c, f), 1000);
+	f.st.st_gid = 3;
+	CHECK_INT(ctime_after(c, f), 9000);
+	cache_free(c);
+}
+
+/* The names of one file show one ctime, the latest any was given: a
+ * record copied to a new name before a change of the first does not take
+ * that change back. */
+static void test_ctime_of_linked_names_never_back(void)
+{
+	struct cache *c = cache_new(100);
+	struct cache_attr a = owned(S_IFREG | 0644, 1000, 1, 2, 2);
+
+	a.st.st_ino = cache_new_ino();
+	a.st.st_ctim.tv_sec = 5000;
+	cache_put(c, "ns", "/a", &a, NULL);
+	a.st.st_ctim.tv_sec = 1000;
+	cache_put(c, "ns", "/b", &a, NULL);
+	CHECK_INT(cache_get(c, "ns", "/a", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_ctim.tv_sec, 5000);
+	CHECK_INT(cache_get(c, "ns", "/b", &a, NULL, 0), 0);
+	CHECK_INT(a.st.st_ctim.tv_sec, 5000);
+	cache_free(c);
+}
+
 static void test_merge_keeps_owner(void)
 {
 	struct cache *c = cache_new(100);
@@ -1207,5 +1286,7 @@ int main(void)
 	test_inode_numbers();
 	test_hard_link_names();
 	test_dir_nlink();
+	test_ctime_of_a_change_seen();
+	test_ctime_of_linked_names_never_back();
 	return check_report();
 }
