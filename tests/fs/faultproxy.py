@@ -57,6 +57,14 @@ class FaultProxy:
         with self.lock:
             self.rules.append((method, substring, "truncate", after))
 
+    def inject(self, method, substring, data):
+        """Send `data` to the client at the start of a matching response's
+        body, before what the engine sends there (a chunk of its own in a
+        chunked body: a stream that carries something the client must
+        reject). Once: the next matching request passes as it is."""
+        with self.lock:
+            self.rules.append((method, substring, "inject", data, True))
+
     def hang_up(self, method, substring, after, once=False):
         """Pass `after` bytes of a matching request's body on, then close
         the connection both ways (an engine that dies in the middle of a
@@ -219,6 +227,7 @@ class FaultProxy:
                         buf = buf[drop:]
                         continue
                     state["truncate"] = arg if action == "truncate" else None
+                    state["inject"] = arg if action == "inject" else None
                     hang_left = arg if action == "hang_up" else None
                     if action == "delay":
                         time.sleep(arg)
@@ -272,6 +281,11 @@ class FaultProxy:
                 wait = state.pop("delay_reply", None)
                 if wait:
                     time.sleep(wait)
+                extra = state.get("inject")
+                end = data.find(b"\r\n\r\n") if extra else -1
+                if end >= 0:  # the body starts here, at a chunk's start
+                    state["inject"] = None
+                    data = data[:end + 4] + extra + data[end + 4:]
                 left = state["truncate"]
                 if left is not None:
                     if len(data) >= left:

@@ -109,6 +109,26 @@ def test_cut_stream_logged_once_and_back(mount, container, proxy):
     assert os.path.isdir(m.p(new))
 
 
+def test_malformed_event_logged_once_and_back(mount, container, proxy):
+    """A stream that sends what is not an event (a line that is not JSON)
+    is dropped with one log line and opened again; containers started
+    after that show at once."""
+    line = b'{"Type": "container", "Action": \n'
+    proxy.inject("GET", "/events", b"%x\r\n%s\r\n" % (len(line), line))
+    m = mount("-d", engine=proxy)
+    assert wait_for(lambda: streams(m) == 2, timeout=10), "the event stream was not opened again"
+    bad = [l for l in log_lines(m) if "cannot follow the engine's events" in l]
+    assert len(bad) == 1 and "not an event" in bad[0], bad
+    a = container()
+    assert wait_for(lambda: a.name in m.listdir(), timeout=5), f"{a.name} not listed"
+    time.sleep(0.5)
+    before = lists(m)
+    for _ in range(3):
+        time.sleep(0.6)
+        m.listdir()
+    assert lists(m) == before, "accesses list again after the stream came back"
+
+
 def test_podman_events(podman, mount):
     """Podman's names: `died`, `remove`; a rename as Docker's."""
     pm, url = podman
