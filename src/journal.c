@@ -139,6 +139,12 @@ out_free:
 	return ret;
 }
 
+void journal_entries_in_memory(struct journal *j, bool on)
+{
+	if (j)
+		j->entries_mem = on;
+}
+
 const char *journal_path(const struct journal *j)
 {
 	return j->dir[J_DISK];
@@ -311,10 +317,11 @@ int journal_put(struct journal *j, struct jentry **entp, int fd,
 	memset(&st, 0, sizeof(st));
 	if (fd >= 0 && fstat(fd, &st) < 0)
 		return -errno;
-	/* an entry without data (fd -1: a directory, a symlink) is only
-	 * its record, on disk */
-	where =
-	    fd >= 0 && j->shm_dev && st.st_dev == j->shm_dev ? J_MEM : J_DISK;
+	/* an entry without data (fd -1: a directory, a symlink) is only its
+	 * record: with the memory spool's files on the tmpfs, as they are */
+	where = fd >= 0
+		    ? (j->shm_dev && st.st_dev == j->shm_dev ? J_MEM : J_DISK)
+		    : (j->entries_mem ? J_MEM : J_DISK);
 	pthread_mutex_lock(&j->lock);
 	dfd = run_dir(j, where);
 	if (dfd < 0 && where == J_MEM) /* no twin: a copy on disk */

@@ -41,6 +41,13 @@ int journal_open(const char *dir, bool create, const char *engine_url,
  */
 void journal_replay(struct journal *j, struct engine *e);
 
+/* Entries without data (directories, symlinks and their attributes) are
+ * recorded on the tmpfs twin (on), beside the memory spool's files, not
+ * on disk: they outlive the daemon, not a reboot, and cost no fsync
+ * (rsync -a records each directory twice, at its mkdir and when it sets
+ * its times last). Off (-o mem_spool=0) keeps them on disk. */
+void journal_entries_in_memory(struct journal *j, bool on);
+
 /* Makes this run's directory, locked until journal_free(). 0 or -errno,
  * with the reason in msg. */
 int journal_start(struct journal *j, char *msg, size_t msglen);

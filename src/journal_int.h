@@ -24,6 +24,9 @@ struct journal {
 	 * tmpfs: it outlives the daemon, never a reboot): records there
 	 * are written without it, two calls fewer per change */
 	bool volatile_fs[J_WHERE];
+	/* entries without data (directories, symlinks) go to the tmpfs twin,
+	 * as memory spool files do (journal_entries_in_memory()) */
+	bool entries_mem;
 	dev_t shm_dev; /* the tmpfs memory spool files are on */
 	char engine[512];
 	char run[64];	     /* this run's directory name, "" before start */

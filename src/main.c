@@ -370,6 +370,7 @@ static int engine_open(const struct hostcfg *hc, const struct options *o,
 		fprintf(stderr, "ctrfs: %s\n", msg);
 		return 2;
 	}
+	journal_entries_in_memory(fe->journal, o->mem_spool != 0);
 	if (fe->down)
 		return 0; /* replayed and started once it answers */
 	if (fe->journal)

@@ -9,6 +9,7 @@ byte for byte, never missing or cut short."""
 import glob
 import hashlib
 import os
+import re
 import subprocess
 import time
 
@@ -331,13 +332,16 @@ def test_files_rsync_renamed_land_under_their_final_names(mount, container, tmp_
     assert not rescued(base)
 
 
-def test_directories_and_symlinks_cp_made_land_at_the_next_start(mount, container, tmp_path):
+@pytest.mark.parametrize("where", ["mem", "disk"])
+def test_directories_and_symlinks_cp_made_land_at_the_next_start(mount, container, tmp_path,
+                                                                  where):
     """(g) cp -a of a tree (nested directories with their own modes and
     times, symlinks) into a write-back mount, then kill -9 before the
     commit: nothing of it is in the container yet, directories and
-    symlinks included (they are pending entries, journaled as files are);
-    the next start makes them all, with the files inside, every mode,
-    owner and mtime as copied."""
+    symlinks included (they are pending entries, journaled as files are:
+    beside the memory spool's files on /dev/shm, or on disk with
+    -o mem_spool=0); the next start makes them all, with the files
+    inside, every mode, owner and mtime as copied."""
     from conftest import host_tree, tree_diff
 
     c = container()
@@ -359,12 +363,19 @@ def test_directories_and_symlinks_cp_made_land_at_the_next_start(mount, containe
         os.chmod(p, (0o750, 0o700, 0o755)[i % 3])
         os.utime(p, (1_500_000_000 + i, 1_500_000_000 + i))
     c.sh("mkdir /wg")
-    m = mount("-o", "writeback=30", env=env)
+    opts = ["-o", "writeback=30"] + (["-o", "mem_spool=0"] if where == "disk" else [])
+    m = mount(*opts, env=env)
     subprocess.run(["cp", "-a", str(src), m.p(c, "/wg/t")], check=True,
                    stdin=subprocess.DEVNULL, timeout=120)
     kill(m)
     assert c.sh("ls -A /wg").strip() == b"", "write-back made something before its delay"
-    m2 = mount("-o", "writeback=30", env=env)
+    entries = [r for r in journal_records(base)
+               if re.search(rb"^type [dl]$", open(r, "rb").read(), re.M)]
+    made = [q for q in src.rglob("*") if q.is_dir() or q.is_symlink()] + [src]
+    assert len(entries) == len(made), entries  # one record each
+    on_shm = {r.startswith("/dev/shm/") for r in entries}
+    assert on_shm == {where == "mem"}, entries
+    m2 = mount(*opts, env=env)
     diff = tree_diff(tar_tree(c, "/wg/t"), host_tree(str(src)))
     assert not diff, diff
     assert "made '/wg/t/a0/b0/ln' in container" in open(m2.log).read()
