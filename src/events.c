@@ -240,13 +240,7 @@ static void nap_or_stop(struct events *ev, double secs)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)secs;
-	ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	time_after(secs, &ts);
 	pthread_mutex_lock(&ev->lock);
 	while (!ev->stopping &&
 	       pthread_cond_timedwait(&ev->cond, &ev->lock, &ts) == 0)

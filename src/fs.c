@@ -229,12 +229,7 @@ static void *reaper_main(void *arg)
 	while (!fs->stopping) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 250 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		time_after(0.25, &ts);
 		pthread_cond_timedwait(&fs->stop_cond, &fs->stop_lock, &ts);
 		pthread_mutex_unlock(&fs->stop_lock);
 		reader_reap(fs->cfg.idle_close);

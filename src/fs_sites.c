@@ -122,13 +122,7 @@ static bool nap_or_stop(struct fs *fs, double secs)
 	struct timespec ts;
 	bool stop;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)secs;
-	ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	time_after(secs, &ts);
 	pthread_mutex_lock(&fs->stop_lock);
 	if (!fs->stopping)
 		pthread_cond_timedwait(&fs->stop_cond, &fs->stop_lock, &ts);

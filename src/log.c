@@ -39,6 +39,17 @@ void log_msg(int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
+void time_after(double secs, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)secs;
+	ts->tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
+
 double now_mono(void)
 {
 	struct timespec ts;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Logging: stderr in the foreground, syslog in the background. */
+/* Logging: stderr in the foreground, syslog in the background; and the
+ * clocks the log and its callers time things with. */
 #ifndef CTRFS_LOG_H
 #define CTRFS_LOG_H
 
 #include <stdbool.h>
 #include <syslog.h>
+#include <time.h>
 
 void log_init(bool to_stderr, bool debug);
 bool log_debug_enabled(void);
@@ -22,5 +24,9 @@ void log_msg(int prio, const char *fmt, ...)
 
 /* Monotonic clock in seconds, for TTLs and durations. */
 double now_mono(void);
+
+/* The wall-clock time secs from now, as pthread_cond_timedwait() takes
+ * it. */
+void time_after(double secs, struct timespec *ts);
 
 #endif

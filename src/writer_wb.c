@@ -302,16 +302,8 @@ static void *flusher_main(void *arg)
 		}
 		if (ready_at(w, first) > now && !w->draining) {
 			struct timespec ts;
-			double wait = ready_at(w, first) - now;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (time_t)wait;
-			ts.tv_nsec +=
-			    (long)((wait - (double)(time_t)wait) * 1e9);
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			time_after(ready_at(w, first) - now, &ts);
 			w->flusher_until = ready_at(w, first);
 			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
 			w->flusher_until = 0;
