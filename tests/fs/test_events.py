@@ -32,6 +32,16 @@ def streams(m):
     return sum(1 for l in engine_lines(m) if "/events" in l and "a stream" in l)
 
 
+def assert_live(m):
+    """The stream is back: accesses past the list's age list nothing."""
+    time.sleep(0.5)
+    before = lists(m)
+    for _ in range(3):
+        time.sleep(0.6)
+        m.listdir()
+    assert lists(m) == before, "accesses list again after the stream came back"
+
+
 def test_run_then_read_at_once(mount, container):
     m = mount("-d")
     assert wait_for(lambda: streams(m) == 1), "the event stream did not open"
@@ -100,12 +110,7 @@ def test_cut_stream_logged_once_and_back(mount, container, proxy):
     new = a.name + "-b"
     a.docker("rename", a.id, new)
     assert wait_for(lambda: new in m.listdir(), timeout=1.0), "rename not seen after reconnect"
-    time.sleep(0.5)
-    before = lists(m)
-    for _ in range(3):
-        time.sleep(0.6)
-        m.listdir()
-    assert lists(m) == before, "accesses list again after the stream came back"
+    assert_live(m)
     assert os.path.isdir(m.p(new))
 
 
@@ -121,12 +126,7 @@ def test_malformed_event_logged_once_and_back(mount, container, proxy):
     assert len(bad) == 1 and "not an event" in bad[0], bad
     a = container()
     assert wait_for(lambda: a.name in m.listdir(), timeout=5), f"{a.name} not listed"
-    time.sleep(0.5)
-    before = lists(m)
-    for _ in range(3):
-        time.sleep(0.6)
-        m.listdir()
-    assert lists(m) == before, "accesses list again after the stream came back"
+    assert_live(m)
 
 
 def test_podman_events(podman, mount):
