@@ -236,6 +236,7 @@ static const struct engine_quirks podman_quirks = {
     .hardlink_to_target = true,
     .tar_rounds_seconds = true,
     .times_us = true,
+    .batch_whole = true,
     .head_dear = true,
 };
 

@@ -37,6 +37,13 @@ static double wb_delay(double wb, int attempts)
 	return d < cap ? d : cap;
 }
 
+/* Whether a batch may leave out what changed a moment ago (not on Podman:
+ * quirk batch_whole). */
+static bool holds_back(const struct writer *w)
+{
+	return !engine_quirks(w->e)->batch_whole;
+}
+
 /* w->lock held: when pending f may go. A file never tried waits, beyond
  * its due, until it has not changed for half the delay: rsync and cp -p
  * change a file right after its close (times, mode, its final name), and
@@ -48,8 +55,10 @@ static double ready_at(const struct writer *w, const struct wfile *f)
 {
 	double settled = atomic_load(&f->changed) + w->writeback / 2;
 
-	return atomic_load(&f->attempts) == 0 && settled > f->due ? settled
-								  : f->due;
+	return holds_back(w) && atomic_load(&f->attempts) == 0 &&
+		       settled > f->due
+		   ? settled
+		   : f->due;
 }
 
 /* w->lock held: queues f for write-back if it has data to send (dirty:
@@ -275,7 +284,8 @@ static bool batchable(const struct writer *w, const struct wfile *f,
 	/* one never tried joins early, unless it changed a moment ago */
 	return w->draining || ready_at(w, f) <= now ||
 	       (atomic_load(&f->attempts) == 0 &&
-		atomic_load(&f->changed) <= now - w->writeback / 2);
+		(!holds_back(w) ||
+		 atomic_load(&f->changed) <= now - w->writeback / 2));
 }
 
 static void *flusher_main(void *arg)
