@@ -123,25 +123,30 @@ static void index_add_locked(struct writer *w, struct wfile *f)
 	w->nindexed++;
 }
 
-static void index_del_locked(struct writer *w, struct wfile *f)
+/* Whether f was in the index (it is not now). */
+static bool index_del_locked(struct writer *w, struct wfile *f)
 {
 	for (struct wfile **pp = &w->slots[f->hash & (w->nslots - 1)]; *pp;
 	     pp = &(*pp)->hnext) {
 		if (*pp == f) {
 			*pp = f->hnext;
 			w->nindexed--;
-			return;
+			return true;
 		}
 	}
+	return false;
 }
 
-/* w->lock held: f's path is p (allocated) from now on. */
+/* w->lock held: f's path is p (allocated) from now on; one taken off the
+ * list (a failed copy-in that a rename had found before) stays out. */
 static void repath_locked(struct writer *w, struct wfile *f, char *p)
 {
-	index_del_locked(w, f);
+	bool indexed = index_del_locked(w, f);
+
 	free(f->path);
 	f->path = p;
-	index_add_locked(w, f);
+	if (indexed)
+		index_add_locked(w, f);
 }
 
 struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
