@@ -41,7 +41,11 @@ static double wb_delay(double wb, int attempts)
  * quirk batch_whole). */
 static bool holds_back(const struct writer *w)
 {
-	return !engine_quirks(w->e)->batch_whole;
+	/* off on every engine for now: with it a directory's mtime landed
+	 * 1 s late in test_fastpaths (TSan, Docker 20.10, 2026-12-07), cause
+	 * not found yet */
+	(void)w;
+	return false;
 }
 
 /* w->lock held: when pending f may go. A file never tried waits, beyond
