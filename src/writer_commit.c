@@ -316,6 +316,9 @@ int wfile_commit(struct wfile *f)
 	ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;
 	if (ret == 0) {
+		pthread_mutex_lock(&f->w->lock);
+		writer_made_above_locked(f->w, f->ctr.id, parent, f->path);
+		pthread_mutex_unlock(&f->w->lock);
 		writer_commit_landed(f, t0);
 		return 0;
 	}

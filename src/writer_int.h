@@ -161,6 +161,13 @@ void writer_commit_landed(struct wfile *f, long t0);
  * be dir). */
 void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 			   const char *dir, char *out, size_t len);
+
+/* writer_pending.c. w->lock held: a PUT at directory dir landed path: the
+ * engine made each pending directory between them that was not made yet
+ * (0755, its entry, still to come, sets it): each is in the container
+ * now, and its names are no longer only the pending ones. */
+void writer_made_above_locked(struct writer *w, const char *ctr_id,
+			      const char *dir, const char *path);
 /* writer_pending.c. Moves dir (len bytes) up until no symlink entry
  * among the n wfiles below it has a target that climbs above it (the
  * engine refuses those). */

@@ -298,6 +298,23 @@ void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 		pathmap_parent(out, out, len);
 }
 
+void writer_made_above_locked(struct writer *w, const char *ctr_id,
+			      const char *dir, const char *path)
+{
+	char up[PATH_MAX];
+
+	if (pathmap_parent(path, up, sizeof(up)) < 0)
+		return;
+	while (strcmp(up, dir) != 0 && strcmp(up, "/") != 0) {
+		struct wfile *d = writer_find_locked(w, ctr_id, up);
+
+		/* one landing in the same PUT says so itself */
+		if (d && d->dir_entry && !d->flushing)
+			atomic_store(&d->in_container, true);
+		pathmap_parent(up, up, sizeof(up));
+	}
+}
+
 /* Whether a symlink at name (relative to the PUT's directory) to the
  * relative target climbs above that directory: the engine refuses such a
  * link (a breakout), and with it the whole PUT. */

@@ -247,6 +247,13 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		    (ret == -ETIMEDOUT || engine_down(w->e)))
 			w->drain_gone = true;
 	}
+	if (ret == 0) {
+		pthread_mutex_lock(&w->lock);
+		for (size_t i = 0; i < n; i++)
+			writer_made_above_locked(w, fs[0]->ctr.id, dir,
+						 fs[i]->path);
+		pthread_mutex_unlock(&w->lock);
+	}
 	for (size_t i = n; i-- > 0;) {
 		/* parents first: a new directory's listing, then its names */
 		struct wfile *f = fs[i];

@@ -386,6 +386,29 @@ def test_pending_directories_are_listed_read_and_counted(mount, container):
     assert c.exec("cat", "/pd/a/b/x") == b"x" * 10
 
 
+def test_a_pending_directory_made_by_a_landing_below_it_keeps_its_names(mount, container):
+    """A PUT of a name below directories that are pending and not made yet
+    makes them in the container (0755); their entries come later. Those
+    directories hold more than their pending names then: a name that
+    landed is still found (it was ENOENT: cp -a failed setting the times
+    of such a directory on Podman)."""
+    c = container()
+    c.sh("mkdir /mb")
+    m = mount("-o", "writeback=30")
+    os.makedirs(m.p(c, "/mb/t/d"))
+    with open(m.p(c, "/mb/t/d/a"), "wb") as f:
+        f.write(b"one\n")
+    # sync of d commits d and a, not t: the PUT makes t on the way
+    assert fsync_path(m.p(c, "/mb/t/d")) is None
+    assert c.exec("cat", "/mb/t/d/a") == b"one\n"
+    for p in ("/mb/t/d", "/mb/t/d/a"):
+        assert os.path.exists(m.p(c, p)), p
+    assert os.listdir(m.p(c, "/mb/t")) == ["d"]
+    os.utime(m.p(c, "/mb/t/d"), (1_000_000_000, 1_000_000_000))
+    assert fsync_path(m.p(c, "/mb")) is None
+    assert c.sh("stat -c %Y /mb/t/d").strip() == b"1000000000"
+
+
 def test_cp_a_hard_link_into_a_pending_directory(mount, container, tmp_path):
     """A hard link made by a PUT at its names' directory: when that
     directory (and the file) are still pending, they go first, so cp -a of
