@@ -94,10 +94,10 @@ struct engine_quirks {
 	/* a PUT sets times to the microsecond, rounded up */
 	bool times_us;
 	/* a write-back batch takes every pending entry of the container,
-	 * however recently changed: leaving out what changed a moment ago
-	 * (writer_wb.c, fine on Docker) made `cp -a` of a hard link into a
-	 * new directory fail on Podman 4.3 (ENOENT for the directory's
-	 * times; not understood yet) */
+	 * however recently changed: a directory's attributes change at once
+	 * on Podman (owners_zero), outside the batches, and leaving out what
+	 * changed a moment ago (writer_wb.c) let a file land in a directory
+	 * after its times were set (its mtime a second late) */
 	bool batch_whole;
 	/* a HEAD costs a good part of a GET (56 against 381 ms on Podman;
 	 * about 1 against 60-150 on Docker): a walk lists again sooner */

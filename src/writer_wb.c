@@ -41,23 +41,22 @@ static double wb_delay(double wb, int attempts)
  * quirk batch_whole). */
 static bool holds_back(const struct writer *w)
 {
-	/* off on every engine for now: with it a directory's mtime landed
-	 * 1 s late in test_fastpaths (TSan, Docker 20.10, 2026-12-07), cause
-	 * not found yet */
-	(void)w;
-	return false;
+	return !engine_quirks(w->e)->batch_whole;
 }
 
 /* w->lock held: when pending f may go. A file never tried waits, beyond
- * its due, until it has not changed for half the delay: rsync and cp -p
+ * its due, until it has not changed for half the delay (one delay past its
+ * due at most: one that keeps changing still lands): rsync and cp -p
  * change a file right after its close (times, mode, its final name), and
  * in a batch each change would wait for its PUT, then need a commit of
- * its own (a rename, the container's mv). What waits is what changed
- * last, so a directory's attributes set after its files never go before
- * them. */
+ * its own (a rename, the container's mv). A directory's entry waits for
+ * what is held back below it (keep_dirs_last()). */
 static double ready_at(const struct writer *w, const struct wfile *f)
 {
 	double settled = atomic_load(&f->changed) + w->writeback / 2;
+
+	if (settled > f->due + w->writeback)
+		settled = f->due + w->writeback;
 
 	return holds_back(w) && atomic_load(&f->attempts) == 0 &&
 		       settled > f->due
@@ -299,6 +298,136 @@ static bool batchable(const struct writer *w, const struct wfile *f,
 		 atomic_load(&f->changed) <= now - w->writeback / 2));
 }
 
+/* Whether path p is below directory d. */
+static bool is_below(const char *p, const char *d)
+{
+	size_t l = strlen(d);
+
+	if (strcmp(d, "/") == 0)
+		return p[0] == '/' && p[1] != '\0';
+	return strncmp(p, d, l) == 0 && p[l] == '/';
+}
+
+static int by_path(const void *a, const void *b)
+{
+	return strcmp((*(struct wfile *const *)a)->path,
+		      (*(struct wfile *const *)b)->path);
+}
+
+static int deepest_first(const void *a, const void *b)
+{
+	size_t x = strlen((*(struct wfile *const *)a)->path);
+	size_t y = strlen((*(struct wfile *const *)b)->path);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Whether sorted held[0..n) has a path below directory d: those sort
+ * together from the first not before "d/". */
+static bool held_below(struct wfile **held, size_t n, const char *d)
+{
+	char key[PATH_MAX + 2];
+	size_t lo = 0, hi = n;
+
+	if (strcmp(d, "/") == 0)
+		snprintf(key, sizeof(key), "/");
+	else
+		snprintf(key, sizeof(key), "%s/", d);
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(held[mid]->path, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && is_below(held[lo]->path, d);
+}
+
+/* w->lock held: whether pending f is left out of first's batch for having
+ * changed a moment ago, and not for another reason (failed before, another
+ * container, first alone). */
+static bool held_back(const struct writer *w, const struct wfile *f,
+		      const struct wfile *first, double now)
+{
+	return f->pending && atomic_load(&f->attempts) == 0 &&
+	       strcmp(f->ctr.id, first->ctr.id) == 0 &&
+	       ready_at(w, f) > now && !batchable(w, f, first, now);
+}
+
+/* w->lock held: takes out of batch (n entries, with first) each directory
+ * entry with something held back below it (a pending entry of the same
+ * container that changed a moment ago), and then each one above those:
+ * every PUT that makes a name in a directory moves the directory's mtime
+ * in the container, so its entry, which sets its times, must land with or
+ * after all that is below it. Returns the new count; *wake is when the
+ * first of those held below is ready, for a batch left empty. */
+static size_t keep_dirs_last(struct writer *w, struct wfile **batch, size_t n,
+			     const struct wfile *first, double now,
+			     double *wake)
+{
+	struct wfile **held, **dirs;
+	size_t nheld = 0, ndirs = 0, k = 0;
+
+	*wake = INFINITY;
+	for (size_t i = 0; i < n; i++)
+		ndirs += batch[i]->dir_entry;
+	if (ndirs == 0 || w->draining || !holds_back(w))
+		return n;
+	for (struct wfile *f = w->files; f; f = f->next)
+		nheld += held_back(w, f, first, now);
+	if (nheld == 0)
+		return n;
+	held = malloc((nheld + ndirs) * sizeof(*held));
+	dirs = malloc(ndirs * sizeof(*dirs));
+	if (!held || !dirs) { /* send them all: times maybe late */
+		free(held);
+		free(dirs);
+		return n;
+	}
+	nheld = 0;
+	for (struct wfile *f = w->files; f; f = f->next) {
+		if (held_back(w, f, first, now)) {
+			held[nheld++] = f;
+			if (ready_at(w, f) < *wake)
+				*wake = ready_at(w, f);
+		}
+	}
+	qsort(held, nheld, sizeof(*held), by_path);
+	for (size_t i = 0; i < n; i++)
+		if (batch[i]->dir_entry)
+			dirs[k++] = batch[i];
+	/* the deepest first: one taken out holds back those above it */
+	qsort(dirs, ndirs, sizeof(*dirs), deepest_first);
+	for (size_t i = 0; i < ndirs; i++) {
+		struct wfile *d = dirs[i];
+		size_t at = 0;
+
+		if (!held_below(held, nheld, d->path)) {
+			dirs[i] = NULL;
+			continue;
+		}
+		while (at < nheld && strcmp(held[at]->path, d->path) < 0)
+			at++;
+		memmove(&held[at + 1], &held[at],
+			(nheld - at) * sizeof(*held));
+		held[at] = d;
+		nheld++;
+	}
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool out = false;
+
+		for (size_t j = 0; j < ndirs && !out; j++)
+			out = dirs[j] == batch[i];
+		if (!out)
+			batch[k++] = batch[i];
+	}
+	free(held);
+	free(dirs);
+	return k;
+}
+
 static void *flusher_main(void *arg)
 {
 	struct writer *w = arg;
@@ -334,15 +463,32 @@ static void *flusher_main(void *arg)
 			if (batchable(w, f, first, now))
 				n++;
 		batch = malloc(n * sizeof(*batch));
-		w->inflight = batch != NULL;
 		n = 0;
-		for (struct wfile *f = w->files; batch && f; f = f->next) {
-			if (batchable(w, f, first, now)) {
-				f->pending = false;
-				f->flushing = true;
-				f->refs++;
+		for (struct wfile *f = w->files; batch && f; f = f->next)
+			if (batchable(w, f, first, now))
 				batch[n++] = f;
+		if (batch) {
+			double wake;
+
+			n = keep_dirs_last(w, batch, n, first, now, &wake);
+			if (n == 0) { /* only directories, held for below */
+				struct timespec ts;
+
+				free(batch);
+				time_after(wake > now ? wake - now : 0.01,
+					   &ts);
+				w->flusher_until = wake;
+				pthread_cond_timedwait(&w->flush_cond,
+						       &w->lock, &ts);
+				w->flusher_until = 0;
+				continue;
 			}
+		}
+		w->inflight = batch != NULL;
+		for (size_t i = 0; batch && i < n; i++) {
+			batch[i]->pending = false;
+			batch[i]->flushing = true;
+			batch[i]->refs++;
 		}
 		draining = w->draining;
 		pthread_mutex_unlock(&w->lock);
