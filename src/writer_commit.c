@@ -317,7 +317,8 @@ int wfile_commit(struct wfile *f)
 	f->failed = ret < 0;
 	if (ret == 0) {
 		pthread_mutex_lock(&f->w->lock);
-		writer_made_above_locked(f->w, f->ctr.id, parent, f->path);
+		writer_made_above_locked(f->w, f->ctr.id, parent, f->path,
+					 t0);
 		pthread_mutex_unlock(&f->w->lock);
 		writer_commit_landed(f, t0);
 		return 0;

@@ -162,12 +162,14 @@ void writer_commit_landed(struct wfile *f, long t0);
 void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 			   const char *dir, char *out, size_t len);
 
-/* writer_pending.c. w->lock held: a PUT at directory dir landed path: the
- * engine made each pending directory between them that was not made yet
- * (0755, its entry, still to come, sets it): each is in the container
- * now, and its names are no longer only the pending ones. */
+/* writer_pending.c. w->lock held: a PUT at directory dir, begun at
+ * wall-clock second t0, landed path: the engine made each pending
+ * directory between them that was not made yet (0755, its entry, still
+ * to come, sets it). Each is in the container now, and its names are no
+ * longer only the pending ones: the cache holds it as made by ctrfs, its
+ * listing empty but for what lands. */
 void writer_made_above_locked(struct writer *w, const char *ctr_id,
-			      const char *dir, const char *path);
+			      const char *dir, const char *path, long t0);
 /* writer_pending.c. Moves dir (len bytes) up until no symlink entry
  * among the n wfiles below it has a target that climbs above it (the
  * engine refuses those). */

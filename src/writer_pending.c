@@ -299,19 +299,42 @@ void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 }
 
 void writer_made_above_locked(struct writer *w, const char *ctr_id,
-			      const char *dir, const char *path)
+			      const char *dir, const char *path, long t0)
 {
 	char up[PATH_MAX];
+	size_t len = strlen(dir), at;
 
-	if (pathmap_parent(path, up, sizeof(up)) < 0)
+	if (strcmp(dir, "/") == 0)
+		len = 0;
+	if (strncmp(path, dir, len) != 0 || path[len] != '/')
 		return;
-	while (strcmp(up, dir) != 0 && strcmp(up, "/") != 0) {
-		struct wfile *d = writer_find_locked(w, ctr_id, up);
+	snprintf(up, sizeof(up), "%s", path);
+	/* from the top down: one made in a directory made too lands in
+	 * its listing */
+	for (at = len + 1; up[at]; at++) {
+		struct wfile *d;
 
+		if (up[at] != '/')
+			continue;
+		up[at] = '\0';
+		d = writer_find_locked(w, ctr_id, up);
 		/* one landing in the same PUT says so itself */
-		if (d && d->dir_entry && !d->flushing)
+		if (d && d->dir_entry && !d->flushing &&
+		    !atomic_load(&d->in_container)) {
+			/* as the engine made it, empty but for what lands
+			 * now: the cache answers for its names as the
+			 * writer did (a HEAD per name of an rsync
+			 * otherwise); the pending entry shows until it
+			 * lands (not d->st: under d->lock alone) */
+			struct stat st = {.st_mode = S_IFDIR | 0755,
+					  .st_nlink = 2};
+
+			engine_clock(w->e, &st.st_mtim);
+			st.st_atim = st.st_ctim = st.st_mtim;
+			meta_committed(w->m, &d->ctr, up, &st, t0);
 			atomic_store(&d->in_container, true);
-		pathmap_parent(up, up, sizeof(up));
+		}
+		up[at] = '/';
 	}
 }
 

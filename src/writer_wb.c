@@ -186,21 +186,15 @@ static int by_address(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
-			bool draining)
+/* Locks the n files of a batch, from here to writer_commit_landed(): their
+ * names hold still. One removed, rewritten (and committed) or broken since
+ * it was queued is left out: fs is reordered, the live ones first, and
+ * their count returned (the caller puts all n). Locked in the order of
+ * their addresses, as writer_rename() takes two. */
+static size_t lock_live(struct wfile **fs, size_t n)
 {
-	char dir[PATH_MAX];
-	struct item *items = calloc(n, sizeof(*items));
-	long t0 = engine_now(w->e);
-	size_t dlen, k = 0;
-	int ret;
+	size_t k = 0;
 
-	if (!items)
-		return;
-	/* locked from here to writer_commit_landed(): their names hold still.
-	 * One removed, rewritten (and committed) or broken since it was queued
-	 * is left out; fs is reordered, the caller puts all n. Locked in the
-	 * order of their addresses, as writer_rename() takes two. */
 	qsort(fs, n, sizeof(*fs), by_address);
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = fs[i];
@@ -213,7 +207,21 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		fs[i] = fs[k];
 		fs[k++] = f;
 	}
-	n = k;
+	return k;
+}
+
+static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
+			bool draining)
+{
+	char dir[PATH_MAX];
+	struct item *items = calloc(n, sizeof(*items));
+	long t0 = engine_now(w->e);
+	size_t dlen;
+	int ret;
+
+	if (!items)
+		return;
+	n = lock_live(fs, n);
 	if (n == 0) {
 		free(items);
 		return;
@@ -250,7 +258,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 		pthread_mutex_lock(&w->lock);
 		for (size_t i = 0; i < n; i++)
 			writer_made_above_locked(w, fs[0]->ctr.id, dir,
-						 fs[i]->path);
+						 fs[i]->path, t0);
 		pthread_mutex_unlock(&w->lock);
 	}
 	for (size_t i = n; i-- > 0;) {
@@ -428,6 +436,51 @@ static size_t keep_dirs_last(struct writer *w, struct wfile **batch, size_t n,
 	return k;
 }
 
+/* w->lock held: the flusher sleeps until when (monotonic), or until a
+ * file due sooner wakes it. */
+static void flusher_sleep(struct writer *w, double when, double now)
+{
+	struct timespec ts;
+
+	time_after(when > now ? when - now : 0.01, &ts);
+	w->flusher_until = when;
+	pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
+	w->flusher_until = 0;
+}
+
+/* w->lock held: the batch of first, which is due, its n files marked as
+ * being sent and referenced; NULL when none can go yet, *wake saying when
+ * to look again. */
+static struct wfile **take_batch(struct writer *w, struct wfile *first,
+				 double now, size_t *np, double *wake)
+{
+	struct wfile **batch;
+	size_t n = 0;
+
+	*wake = now + 0.1; /* out of memory: a moment later */
+	for (struct wfile *f = w->files; f; f = f->next)
+		n += batchable(w, f, first, now);
+	batch = malloc(n * sizeof(*batch));
+	if (!batch)
+		return NULL;
+	n = 0;
+	for (struct wfile *f = w->files; f; f = f->next)
+		if (batchable(w, f, first, now))
+			batch[n++] = f;
+	n = keep_dirs_last(w, batch, n, first, now, wake);
+	if (n == 0) { /* only directories, held for what is below */
+		free(batch);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		batch[i]->pending = false;
+		batch[i]->flushing = true;
+		batch[i]->refs++;
+	}
+	*np = n;
+	return batch;
+}
+
 static void *flusher_main(void *arg)
 {
 	struct writer *w = arg;
@@ -435,7 +488,7 @@ static void *flusher_main(void *arg)
 	pthread_mutex_lock(&w->lock);
 	while (!w->stopping) {
 		struct wfile *first = NULL, **batch;
-		double now = now_mono();
+		double now = now_mono(), wake;
 		size_t n = 0;
 		bool draining;
 
@@ -451,58 +504,26 @@ static void *flusher_main(void *arg)
 			continue;
 		}
 		if (ready_at(w, first) > now && !w->draining) {
-			struct timespec ts;
-
-			time_after(ready_at(w, first) - now, &ts);
-			w->flusher_until = ready_at(w, first);
-			pthread_cond_timedwait(&w->flush_cond, &w->lock, &ts);
-			w->flusher_until = 0;
+			flusher_sleep(w, ready_at(w, first), now);
 			continue;
 		}
-		for (struct wfile *f = w->files; f; f = f->next)
-			if (batchable(w, f, first, now))
-				n++;
-		batch = malloc(n * sizeof(*batch));
-		n = 0;
-		for (struct wfile *f = w->files; batch && f; f = f->next)
-			if (batchable(w, f, first, now))
-				batch[n++] = f;
-		if (batch) {
-			double wake;
-
-			n = keep_dirs_last(w, batch, n, first, now, &wake);
-			if (n == 0) { /* only directories, held for below */
-				struct timespec ts;
-
-				free(batch);
-				time_after(wake > now ? wake - now : 0.01,
-					   &ts);
-				w->flusher_until = wake;
-				pthread_cond_timedwait(&w->flush_cond,
-						       &w->lock, &ts);
-				w->flusher_until = 0;
-				continue;
-			}
+		batch = take_batch(w, first, now, &n, &wake);
+		if (!batch) {
+			flusher_sleep(w, wake, now);
+			continue;
 		}
-		w->inflight = batch != NULL;
-		for (size_t i = 0; batch && i < n; i++) {
-			batch[i]->pending = false;
-			batch[i]->flushing = true;
-			batch[i]->refs++;
-		}
+		w->inflight = true;
 		draining = w->draining;
 		pthread_mutex_unlock(&w->lock);
-		if (batch) {
-			flush_batch(w, batch, n, draining);
-			pthread_mutex_lock(&w->lock);
-			for (size_t i = 0; i < n; i++)
-				batch[i]->flushing = false;
-			pthread_mutex_unlock(&w->lock);
-			/* a failed one is queued again by its put */
-			for (size_t i = 0; i < n; i++)
-				wfile_put(batch[i]);
-			free(batch);
-		}
+		flush_batch(w, batch, n, draining);
+		pthread_mutex_lock(&w->lock);
+		for (size_t i = 0; i < n; i++)
+			batch[i]->flushing = false;
+		pthread_mutex_unlock(&w->lock);
+		/* a failed one is queued again by its put */
+		for (size_t i = 0; i < n; i++)
+			wfile_put(batch[i]);
+		free(batch);
 		pthread_mutex_lock(&w->lock);
 		w->inflight = false;
 		pthread_cond_broadcast(&w->flush_cond); /* settled */

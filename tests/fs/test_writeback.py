@@ -390,16 +390,22 @@ def test_a_pending_directory_made_by_a_landing_below_it_keeps_its_names(mount, c
     makes them in the container (0755); their entries come later. Those
     directories hold more than their pending names then: a name that
     landed is still found (it was ENOENT: cp -a failed setting the times
-    of such a directory on Podman)."""
+    of such a directory on Podman), and a name that is nowhere is still
+    answered without asking the engine (the listing ctrfs made says so)."""
     c = container()
     c.sh("mkdir /mb")
-    m = mount("-o", "writeback=30")
+    m = mount("-d", "-o", "writeback=30")
     os.makedirs(m.p(c, "/mb/t/d"))
     with open(m.p(c, "/mb/t/d/a"), "wb") as f:
         f.write(b"one\n")
     # sync of d commits d and a, not t: the PUT makes t on the way
     assert fsync_path(m.p(c, "/mb/t/d")) is None
     assert c.exec("cat", "/mb/t/d/a") == b"one\n"
+    assert not os.path.exists(m.p(c, "/mb/t/nowhere"))
+    with open(m.log, errors="replace") as f:
+        asked = [ln for ln in f if "engine:" in ln and "/mb/t" in ln.replace("%2F", "/")
+                 and "PUT" not in ln]
+    assert asked == []
     for p in ("/mb/t/d", "/mb/t/d/a"):
         assert os.path.exists(m.p(c, p)), p
     assert os.listdir(m.p(c, "/mb/t")) == ["d"]
