@@ -232,6 +232,12 @@ static int put_file(struct engine *e, const struct jrecord *r, int fd,
 		te.atime = r->type == 'd'; /* Docker 20.10 sets 0 else */
 		te.st.st_atim = r->mtime;
 	}
+	if (r->has_atime) {
+		te.atime = true;
+		te.st.st_atim = r->atime;
+	}
+	te.xattrs = r->xattrs_len ? r->xattrs : NULL;
+	te.xattrs_len = r->xattrs_len;
 	te.st.st_uid = r->uid;
 	te.st.st_gid = r->gid;
 	te.st.st_mtim = r->mtime;

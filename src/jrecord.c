@@ -83,6 +83,17 @@ ssize_t jrecord_encode(const struct jrecord *r, char *buf, size_t len)
 	put(&o, "mtime %lld.%09ld\n", (long long)r->mtime.tv_sec,
 	    r->mtime.tv_nsec);
 	put(&o, "size %lld\n", r->size);
+	if (r->has_atime)
+		put(&o, "atime %lld.%09ld\n", (long long)r->atime.tv_sec,
+		    r->atime.tv_nsec);
+	if (r->xattrs_len > sizeof(r->xattrs))
+		return -ENAMETOOLONG;
+	if (r->xattrs_len) {
+		put(&o, "xattrs ");
+		for (size_t i = 0; i < r->xattrs_len; i++)
+			put(&o, "%02X", (unsigned char)r->xattrs[i]);
+		put(&o, "\n");
+	}
 	if (r->type == 'd' || r->type == 'l') {
 		put(&o, "type %c\n", r->type);
 		if (r->type == 'l')
@@ -175,13 +186,41 @@ static bool get_num(struct in *in, const char *key, int base,
 	return errno == 0 && *e == '\0' && *out <= max;
 }
 
-/* "mtime SECS.NNNNNNNNN" */
-static bool get_mtime(struct in *in, struct timespec *ts)
+/* Whether the next line has key. */
+static bool next_is(const struct in *in, const char *key)
+{
+	size_t klen = strlen(key);
+
+	return (size_t)(in->end - in->p) > klen &&
+	       memcmp(in->p, key, klen) == 0 && in->p[klen] == ' ';
+}
+
+/* "xattrs HEX", at most sizeof(r->xattrs) bytes */
+static bool get_xattrs(struct in *in, struct jrecord *r)
+{
+	size_t n;
+	const char *v = line(in, "xattrs", &n);
+
+	if (!v || n == 0 || n % 2 || n / 2 > sizeof(r->xattrs))
+		return false;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hexval(v[i]), lo = hexval(v[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		r->xattrs[i / 2] = (char)(hi << 4 | lo);
+	}
+	r->xattrs_len = n / 2;
+	return true;
+}
+
+/* "KEY SECS.NNNNNNNNN" */
+static bool get_time(struct in *in, const char *key, struct timespec *ts)
 {
 	char buf[40], *dot, *e;
 	unsigned long long s, ns;
 	size_t n;
-	const char *v = line(in, "mtime", &n);
+	const char *v = line(in, key, &n);
 
 	if (!v || n == 0 || n >= sizeof(buf))
 		return false;
@@ -223,8 +262,16 @@ int jrecord_decode(const char *buf, size_t len, struct jrecord *r)
 	    !get_num(&in, "mode", 8, 07777, &mode) ||
 	    !get_num(&in, "uid", 10, UINT32_MAX - 1, &uid) ||
 	    !get_num(&in, "gid", 10, UINT32_MAX - 1, &gid) ||
-	    !get_mtime(&in, &r->mtime) ||
+	    !get_time(&in, "mtime", &r->mtime) ||
 	    !get_num(&in, "size", 10, INT64_MAX, &size))
+		return -EBADMSG;
+	/* lines a record may lack (older records lack both) */
+	if (next_is(&in, "atime")) {
+		if (!get_time(&in, "atime", &r->atime))
+			return -EBADMSG;
+		r->has_atime = true;
+	}
+	if (next_is(&in, "xattrs") && !get_xattrs(&in, r))
 		return -EBADMSG;
 	r->type = 'f';
 	if (in.end - in.p > 7 && memcmp(in.p, "type ", 5) == 0) {

@@ -9,10 +9,13 @@
 #define CTRFS_JRECORD_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
+
+#define JRECORD_XATTRS_MAX 512
 
 struct jrecord {
 	char engine[512];    /* the engine's URL */
@@ -30,10 +33,22 @@ struct jrecord {
 	 * (its target in link): entries without data ("-") */
 	char type;
 	char link[PATH_MAX];
+	/* an atime set by utimensat (has_atime), put as such; else the
+	 * engine's own */
+	bool has_atime;
+	struct timespec atime;
+	/* extended attributes, packed as xattrs.h says: the archive carries
+	 * security.capability alone, some 50 bytes packed; a file with more
+	 * than JRECORD_XATTRS_MAX is not journaled (its close commits it) */
+	char xattrs[JRECORD_XATTRS_MAX];
+	size_t xattrs_len;
 };
 
-/* Room enough for any record: every byte of the strings may be escaped. */
-#define JRECORD_MAX (3 * (512 + 72 + 256 + 2 * PATH_MAX + 64) + 512)
+/* Room enough for any record: every byte of the strings may be escaped,
+ * the extended attributes are in hex. */
+#define JRECORD_MAX                                                      \
+	(3 * (512 + 72 + 256 + 2 * PATH_MAX + 64) + 2 * JRECORD_XATTRS_MAX + \
+	 512)
 
 /* Writes r into buf: its length, or -ENAMETOOLONG when it does not fit. */
 ssize_t jrecord_encode(const struct jrecord *r, char *buf, size_t len);

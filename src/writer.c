@@ -392,6 +392,15 @@ int writer_journal_locked(struct wfile *f)
 					   : 'f';
 	if (f->link)
 		snprintf(r->link, sizeof(r->link), "%s", f->link);
+	r->has_atime = f->atime_set;
+	r->atime = f->st.st_atim;
+	if (f->xattrs_len > sizeof(r->xattrs)) {
+		free(r); /* not kept whole: the close commits it at once */
+		return -E2BIG;
+	}
+	if (f->xattrs_len)
+		memcpy(r->xattrs, f->xattrs, f->xattrs_len);
+	r->xattrs_len = f->xattrs_len;
 	ret = journal_put(f->w->journal, &f->jent, f->fd, r);
 	free(r);
 	return ret;
@@ -626,8 +635,10 @@ int wfile_setxattr(struct wfile *f, const char *name, const void *value,
 	ret = f->fd < 0 ? -EOPNOTSUPP
 			: xattrs_edit(&f->xattrs, &f->xattrs_len, name, value,
 				      size, flags);
-	if (ret == 0)
+	if (ret == 0) {
 		mark_dirty(f);
+		rejournal_locked(f);
+	}
 	pthread_mutex_unlock(&f->lock);
 	return ret;
 }

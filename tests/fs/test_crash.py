@@ -380,3 +380,36 @@ def test_directories_and_symlinks_cp_made_land_at_the_next_start(mount, containe
     assert not diff, diff
     assert "made '/wg/t/a0/b0/ln' in container" in open(m2.log).read()
     assert not rescued(base)
+
+
+def test_an_atime_and_a_capability_set_after_the_close_land_at_the_next_start(mount, container,
+                                                                               tmp_path):
+    """The journal record keeps what utimensat and setxattr fold into a
+    pending file besides its mode, owner and mtime: an atime set on purpose
+    and its security.capability. A kill -9 before the commit loses neither:
+    the next start puts them with the data (before, the record had neither
+    and the file landed with the engine's atime and no capability)."""
+    import struct
+    cap = struct.pack("<IIIII", 0x02000000 | 1, 1 << 13, 0, 0, 0)  # cap_net_raw+ep
+    # later than the mtime: a tar's atime before it is not applied (the
+    # engine takes the later of the two; touch in the container then)
+    atime_ns = MTIME_NS + 10**12 + 7
+    c = container()
+    c.sh("mkdir /ac")
+    env, base = crash_env(tmp_path)
+    m = mount("-o", "writeback=30", env=env)
+    p = m.p(c, "/ac/f")
+    with open(p, "wb") as f:
+        f.write(b"ac\n")
+    os.utime(p, ns=(atime_ns, MTIME_NS))
+    os.setxattr(p, "security.capability", cap)
+    kill(m)
+    assert not in_container(c, "/ac"), "write-back sent the file before its delay"
+    mount("-o", "writeback=30", env=env)
+    # (before a read, which moves an atime older than a day)
+    assert c.sh("stat -c '%X %Y' /ac/f").split() == [str(atime_ns // 10**9).encode(),
+                                                      str(MTIME_NS // 10**9).encode()]
+    assert c.exec("cat", "/ac/f") == b"ac\n"
+    (ti,) = c.cp_headers("/ac/f").values()
+    assert ti.pax_headers.get("SCHILY.xattr.security.capability", "").encode("latin-1") == cap
+    assert not rescued(base)

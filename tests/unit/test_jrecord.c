@@ -160,9 +160,53 @@ static void test_entries(void)
 	free(buf);
 }
 
+/* An atime set by utimensat and the extended attributes (bytes of every
+ * value, NULs included) read back; a record without them (as every record
+ * written before them) has none; a cut or changed one is refused. */
+static void test_atime_and_xattrs(void)
+{
+	static const char pack[] = "security.capability\0\x14\0\0\0"
+				   "\x01\0\0\x02\xff\n%";
+	struct jrecord r, back;
+	char *buf = malloc(JRECORD_MAX);
+	ssize_t n;
+
+	sample(&r);
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK(!back.has_atime);
+	CHECK_INT(back.xattrs_len, 0);
+	r.has_atime = true;
+	r.atime.tv_sec = 1600000000;
+	r.atime.tv_nsec = 5;
+	memcpy(r.xattrs, pack, sizeof(pack));
+	r.xattrs_len = sizeof(pack);
+	n = jrecord_encode(&r, buf, JRECORD_MAX);
+	CHECK(n > 0);
+	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
+	CHECK(back.has_atime);
+	CHECK_INT(back.atime.tv_sec, 1600000000);
+	CHECK_INT(back.atime.tv_nsec, 5);
+	CHECK_INT(back.mtime.tv_nsec, 123456789);
+	CHECK_INT(back.xattrs_len, sizeof(pack));
+	CHECK(memcmp(back.xattrs, pack, sizeof(pack)) == 0);
+	for (ssize_t len = 0; len < n; len++)
+		CHECK_INT(jrecord_decode(buf, (size_t)len, &back), -EBADMSG);
+	for (ssize_t i = 0; i < n; i++) {
+		buf[i] ^= 0x01;
+		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+		buf[i] ^= 0x01;
+	}
+	/* more than a record holds: not written */
+	r.xattrs_len = sizeof(r.xattrs) + 1;
+	CHECK_INT(jrecord_encode(&r, buf, JRECORD_MAX), -ENAMETOOLONG);
+	free(buf);
+}
+
 int main(void)
 {
 	test_round_trip();
+	test_atime_and_xattrs();
 	test_entries();
 	test_every_checksum_reads_back();
 	test_cut_or_changed_is_refused();
