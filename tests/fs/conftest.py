@@ -929,6 +929,36 @@ def proxy(engine, base_dir):
     p.close()
 
 
+def start_ctrfs(mount_root, log, options, env, host_url=None, started=None):
+    """Starts `ctrfs -f [-o host=HOST_URL] OPTIONS MNT` (MNT a new directory
+    under MOUNT_ROOT) with its output in LOG and environment ENV, and waits
+    up to 30 s for the mount: the Mount. STARTED(m) is called as soon as the
+    daemon runs, so that a caller unmounts it whatever happens next; a daemon
+    that exits or does not mount fails the test with its log."""
+    mnt = tempfile.mkdtemp(prefix="m.", dir=mount_root)
+    os.chmod(mnt, 0o755)
+    cmd = [CTRFS_BIN, "-f"]
+    if host_url:
+        cmd += ["-o", "host=" + host_url]
+    cmd += [*options, mnt]
+    with open(log, "wb") as logf:
+        logf.write(("$ " + " ".join(cmd) + "\n").encode())
+        logf.flush()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
+                                stderr=subprocess.STDOUT, env=env)
+    m = Mount(mnt, proc, log)
+    if started:
+        started(m)
+    deadline = time.monotonic() + 30
+    while not os.path.ismount(mnt):
+        if proc.poll() is not None:
+            pytest.fail(f"ctrfs exited with {proc.returncode} before mounting:\n{m.log_text()}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"ctrfs did not mount within 30 s:\n{m.log_text()}")
+        time.sleep(0.1)
+    return m
+
+
 @pytest.fixture
 def mount(engine, mount_root, tmp_path, request):
     """Factory: mount(*options, engine=None, host=True, env=None) -> Mount.
@@ -945,13 +975,7 @@ def mount(engine, mount_root, tmp_path, request):
         if not os.access(CTRFS_BIN, os.X_OK):
             pytest.fail(f"no ctrfs binary at {CTRFS_BIN} (build it, or set CTRFS_BIN / BUILD_DIR)")
         e = engine or _default_engine
-        mnt = tempfile.mkdtemp(prefix="m.", dir=mount_root)
-        os.chmod(mnt, 0o755)
         log = str(tmp_path / f"ctrfs-{len(mounts) + 1}.log")
-        cmd = [CTRFS_BIN, "-f"]
-        if host:
-            cmd += ["-o", "host=" + e.url]
-        cmd += [*options, mnt]
         if env is None:
             env = dict(os.environ)
             env.pop("DOCKER_HOST", None)
@@ -960,21 +984,8 @@ def mount(engine, mount_root, tmp_path, request):
             tmpdir = tmp_path / "tmpdir"
             tmpdir.mkdir(exist_ok=True)
             env["TMPDIR"] = str(tmpdir)
-        with open(log, "wb") as logf:
-            logf.write(("$ " + " ".join(cmd) + "\n").encode())
-            logf.flush()
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
-                                    stderr=subprocess.STDOUT, env=env)
-        m = Mount(mnt, proc, log)
-        mounts.append(m)
-        deadline = time.monotonic() + 30
-        while not os.path.ismount(mnt):
-            if proc.poll() is not None:
-                pytest.fail(f"ctrfs exited with {proc.returncode} before mounting:\n{m.log_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"ctrfs did not mount within 30 s:\n{m.log_text()}")
-            time.sleep(0.1)
-        return m
+        return start_ctrfs(mount_root, log, options, env, e.url if host else None,
+                           started=mounts.append)
 
     _default_engine = engine
     yield make

@@ -24,12 +24,11 @@ import shutil
 import stat
 import subprocess
 import tempfile
-import time
 
 import pytest
 
 from conform_cases import ALL, EXPLICIT
-from conftest import CTRFS_BIN, ENGINE_KIND, PODMAN, Container, Mount, same_mtime, stat_type, tail
+from conftest import ENGINE_KIND, PODMAN, Container, same_mtime, start_ctrfs, stat_type
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 with open(os.path.join(HERE, "conform_runner.py")) as _f:
@@ -287,25 +286,18 @@ def run_calls(base, cases, who):
 
 
 def start_mount(engine, root, log, *options):
-    mnt = tempfile.mkdtemp(prefix="m.", dir=root)
-    os.chmod(mnt, 0o755)
+    """The mount fixture's launcher (conftest.start_ctrfs) for a module's
+    mount: its spool and journal beside its log."""
     env = dict(os.environ)
     env.pop("DOCKER_HOST", None)
     env["TMPDIR"] = os.path.dirname(log)
-    cmd = [CTRFS_BIN, "-f", "-o", "host=" + engine.url, *options, mnt]
-    with open(log, "wb") as logf:
-        logf.write(("$ " + " ".join(cmd) + "\n").encode())
-        logf.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf,
-                                stderr=subprocess.STDOUT, env=env)
-    m = Mount(mnt, proc, log)
-    deadline = time.monotonic() + 30
-    while not os.path.ismount(mnt):
-        if proc.poll() is not None or time.monotonic() > deadline:
+    started = []
+    try:
+        return start_ctrfs(root, log, options, env, engine.url, started=started.append)
+    except BaseException:
+        for m in started:
             m.force_unmount()
-            pytest.fail(f"ctrfs did not mount:\n{tail(log)}")
-        time.sleep(0.1)
-    return m
+        raise
 
 
 class Results:
