@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 /* A file whose owner was asked for: up to this size its content, which
@@ -218,6 +219,24 @@ void meta_appeared(struct meta *m, struct ctr *c, const char *path, long since)
 int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
 		 off_t *off, off_t *len)
 {
+	return cache_get_data(m->c, c->id, path, fd, off, len);
+}
+
+int meta_content_now(struct meta *m, const struct ctr *c, const char *path,
+		     int *fd, off_t *off, off_t *len)
+{
+	struct ctr cc = *c;
+	struct cache_attr a;
+	int probe;
+	off_t o, l;
+
+	/* nothing to confirm without content: no HEAD then */
+	if (cache_get_data(m->c, c->id, path, &probe, &o, &l) < 0)
+		return -1;
+	close(probe);
+	if (cache_get(m->c, c->id, path, &a, NULL, 0) < 0 ||
+	    !S_ISREG(a.st.st_mode) || meta_revalidate(m, &cc, path, &a, true) < 0)
+		return -1;
 	return cache_get_data(m->c, c->id, path, fd, off, len);
 }
 
@@ -598,6 +617,20 @@ int meta_cached(struct meta *m, const struct ctr *c, const char *path,
 		return -ENOENT;
 	*st = a.st;
 	return 0;
+}
+
+void meta_keep_content(struct meta *m, const struct ctr *c, const char *path,
+		       int fd, off_t size)
+{
+	struct cache_blob *b = cache_blob_new(fd);
+
+	if (!b) {
+		close(fd);
+		return;
+	}
+	/* (cache_set_data() checks that the size is the cached one) */
+	cache_set_data(m->c, c->id, path, b, 0, size, engine_now(m->e));
+	cache_blob_put(b);
 }
 
 void meta_xattrs_put(struct meta *m, const struct ctr *c, const char *path,

@@ -77,6 +77,20 @@ void meta_committed_link(struct meta *m, struct ctr *c, const char *path,
 int meta_content(struct meta *m, const struct ctr *c, const char *path, int *fd,
 		 off_t *off, off_t *len);
 
+/* path's content, size bytes at the start of fd (taken: closed when no
+ * longer kept), is what ctrfs just put in the container: kept as a
+ * listing's is, for the attributes the cache has for it now, within the
+ * cache's budget. */
+void meta_keep_content(struct meta *m, const struct ctr *c, const char *path,
+		       int fd, off_t size);
+
+/* The same as meta_content(), for content to be edited: the cached
+ * content is confirmed with one HEAD first (a change made in the container
+ * within the TTL would be lost under the edit otherwise), and is not
+ * given when the HEAD says the file changed. */
+int meta_content_now(struct meta *m, const struct ctr *c, const char *path,
+		     int *fd, off_t *off, off_t *len);
+
 /* Records a rename ctrfs made: from is gone, and to has what from had
  * (its number, and its owner when known; a directory without its listing
  * and to be asked again); else to's attributes are to be asked

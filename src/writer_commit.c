@@ -11,6 +11,7 @@
 #include "log.h"
 #include "meta.h"
 #include "pathmap.h"
+#include "spool.h"
 #include "tarstream.h"
 
 #include <errno.h>
@@ -20,6 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define HDR_MAX (3 * 4096)
 
@@ -281,6 +285,7 @@ void writer_commit_landed(struct wfile *f, long t0)
 		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
 				f->xattrs_len);
+		writer_keep_content(f);
 	} else if (S_ISDIR(st.st_mode) && was_there) {
 		meta_update(f->w->m, &f->ctr, f->path, &st); /* its listing
 							      * stays */
@@ -289,6 +294,36 @@ void writer_commit_landed(struct wfile *f, long t0)
 				    t0);
 	}
 	pthread_mutex_unlock(&f->lock);
+}
+
+/* Content kept after a file is done with: at most this much, a file. */
+#define KEEP_CONTENT_MAX ((off_t)256 * 1024)
+
+void writer_keep_content(struct wfile *f)
+{
+	struct stat sp;
+	off_t off = 0;
+	int fd;
+
+	/* (write-back folds what comes after a close into the pending file:
+	 * nothing copies it in) */
+	if (f->w->writeback > 0 || f->links > 1 || fstat(f->fd, &sp) < 0 ||
+	    sp.st_size == 0 || sp.st_size > KEEP_CONTENT_MAX)
+		return;
+	/* a copy: the spool file may be written again, and a memory one
+	 * is counted against the memory spool's cap */
+	fd = spool_file(f->w->spool);
+	while (fd >= 0 && off < sp.st_size) {
+		ssize_t n = sendfile(fd, f->fd, &off,
+				     (size_t)(sp.st_size - off));
+
+		if (n <= 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		meta_keep_content(f->w->m, &f->ctr, f->path, fd, sp.st_size);
 }
 
 int wfile_commit(struct wfile *f)

@@ -155,6 +155,12 @@ int writer_commit_put_batch(struct writer *w, struct item *items);
  * began at wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0);
 
+/* writer_commit.c. f (locked) just landed as its spool holds it: in the
+ * default mode a small file's content is copied aside into the cache, for
+ * a read or a copy-in right after (rsync's times set by a copy where the
+ * container's touch takes no fraction) with no GET. */
+void writer_keep_content(struct wfile *f);
+
 /* writer_pending.c. w->lock held: the directory of the container that a
  * PUT of entries below dir goes to: dir, or the nearest directory above
  * it that is not a pending entry not made yet; into out (len bytes, may

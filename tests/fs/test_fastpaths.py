@@ -115,6 +115,49 @@ def test_cp_r_default_mode_is_one_put_per_file(mount, container, tmp_path):
     assert heads <= (3 + 21 if PODMAN else 3), f"{heads} HEADs for 20 new files"
 
 
+def test_default_rsync_gets_no_file_it_just_wrote(mount, container, tmp_path):
+    """Default mode: rsync -a closes each file (a PUT), then sets its times.
+    Where the container's touch takes no fraction (busybox), the times go
+    with a copy of the file: that copy comes from what ctrfs just wrote,
+    kept in the cache and confirmed by a HEAD, not from a GET of the file
+    (one per file before), and a read right after a write is served the
+    same way. The tree lands exact."""
+    c = container()
+    src = tmp_path / "src" / "d"
+    src.mkdir(parents=True)
+    for i in range(12):
+        (src / f"f{i}").write_bytes(os.urandom(1 + 97 * i))
+    c.sh("mkdir -p /rk")
+    m = mount("-d")
+    run_tool("rsync", "-a", str(src), m.p(c, "/rk/"))
+    data = os.urandom(3000)
+    with open(m.p(c, "/rk/back"), "wb") as f:
+        f.write(data)
+    assert read_file(m.p(c, "/rk/back")) == data
+    keys = ("type", "perm", "mtime", "size", "sha256")
+    assert not tree_diff(tar_tree(c, "/rk/d"), host_tree(str(src)), keys=keys)
+    log = engine_log(m)
+    gets = re.findall(r"engine: GET [0-9a-f]+:(/rk/\S+)", log)
+    assert gets == [], gets
+
+
+def test_an_edit_copies_in_what_the_container_has_now(mount, container):
+    """The content a listing brought is used for an edit's copy-in only
+    once a HEAD says the file is unchanged: a file rewritten in the
+    container (same size) within the attributes' TTL is edited as it is
+    now, not as the listing had it."""
+    c = container()
+    c.sh("mkdir /ed; printf abc > /ed/f")
+    m = mount("-o", "attr_timeout=30")
+    p = m.p(c, "/ed/f")
+    assert read_file(p) == b"abc"  # from the listing's content
+    c.sh("printf XYZ > /ed/f")
+    fd = call_with_timeout(os.open, p, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"+")
+    os.close(fd)
+    assert c.exec("cat", "/ed/f") == b"XYZ+"
+
+
 def test_new_name_in_a_confirmed_directory_shows(mount, container):
     """A listing past the TTL is confirmed by a HEAD of its directory only
     while the directory is unchanged: a file made inside the container since

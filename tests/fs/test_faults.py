@@ -93,12 +93,15 @@ def test_failed_copy_for_an_edit_leaves_nothing_behind(mount, container, proxy):
     """open(O_RDWR) of an existing file copies its content in with a GET
     (the file is listed for other opens while it copies); when that GET
     fails the open fails, and nothing of it stays: the next open copies
-    again, and its write lands on the whole content."""
+    again, and its write lands on the whole content. (The content the
+    listing brought is not used: the file changed since, which the HEAD
+    before a copy-in sees.)"""
     c = container()
     c.sh("mkdir /cf; echo content > /cf/b")
     m = mount("-o", "attr_timeout=30", engine=proxy)
     p = m.p(c, "/cf/b")
     os.stat(p)
+    c.sh("touch -d '2020-01-01 00:00' /cf/b")
     proxy.fail("GET", "path=%2Fcf%2Fb ", 500)
     try:
         fd = call_with_timeout(os.open, p, os.O_RDWR)
