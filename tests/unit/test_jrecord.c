@@ -76,6 +76,21 @@ static void test_every_checksum_reads_back(void)
 	free(buf);
 }
 
+/* The n bytes of record buf are refused cut anywhere (as a crash
+ * mid-write leaves them) or with any one byte changed. */
+static void check_cut_or_changed(char *buf, ssize_t n)
+{
+	struct jrecord back;
+
+	for (ssize_t len = 0; len < n; len++)
+		CHECK_INT(jrecord_decode(buf, (size_t)len, &back), -EBADMSG);
+	for (ssize_t i = 0; i < n; i++) {
+		buf[i] ^= 0x01;
+		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
+		buf[i] ^= 0x01;
+	}
+}
+
 static void test_cut_or_changed_is_refused(void)
 {
 	struct jrecord r, back;
@@ -84,15 +99,7 @@ static void test_cut_or_changed_is_refused(void)
 
 	sample(&r);
 	n = jrecord_encode(&r, buf, JRECORD_MAX);
-	/* every shorter prefix, as a crash mid-write leaves it */
-	for (ssize_t len = 0; len < n; len++)
-		CHECK_INT(jrecord_decode(buf, (size_t)len, &back), -EBADMSG);
-	/* one byte changed anywhere */
-	for (ssize_t i = 0; i < n; i++) {
-		buf[i] ^= 0x01;
-		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
-		buf[i] ^= 0x01;
-	}
+	check_cut_or_changed(buf, n);
 	CHECK_INT(jrecord_decode(buf, (size_t)n, &back), 0);
 	/* garbage, and a record with more after it */
 	CHECK_INT(jrecord_decode("hello\n", 6, &back), -EBADMSG);
@@ -190,13 +197,7 @@ static void test_atime_and_xattrs(void)
 	CHECK_INT(back.mtime.tv_nsec, 123456789);
 	CHECK_INT(back.xattrs_len, sizeof(pack));
 	CHECK(memcmp(back.xattrs, pack, sizeof(pack)) == 0);
-	for (ssize_t len = 0; len < n; len++)
-		CHECK_INT(jrecord_decode(buf, (size_t)len, &back), -EBADMSG);
-	for (ssize_t i = 0; i < n; i++) {
-		buf[i] ^= 0x01;
-		CHECK_INT(jrecord_decode(buf, (size_t)n, &back), -EBADMSG);
-		buf[i] ^= 0x01;
-	}
+	check_cut_or_changed(buf, n);
 	/* more than a record holds: not written */
 	r.xattrs_len = sizeof(r.xattrs) + 1;
 	CHECK_INT(jrecord_encode(&r, buf, JRECORD_MAX), -ENAMETOOLONG);
