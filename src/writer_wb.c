@@ -422,15 +422,17 @@ static size_t keep_dirs_last(struct writer *w, struct wfile **batch, size_t n,
 		held[at] = d;
 		nheld++;
 	}
+	/* those left in dirs go: found by address, not a walk per entry */
 	k = 0;
-	for (size_t i = 0; i < n; i++) {
-		bool out = false;
-
-		for (size_t j = 0; j < ndirs && !out; j++)
-			out = dirs[j] == batch[i];
-		if (!out)
+	for (size_t i = 0; i < ndirs; i++)
+		if (dirs[i])
+			dirs[k++] = dirs[i];
+	ndirs = k;
+	qsort(dirs, ndirs, sizeof(*dirs), by_address);
+	k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!bsearch(&batch[i], dirs, ndirs, sizeof(*dirs), by_address))
 			batch[k++] = batch[i];
-	}
 	free(held);
 	free(dirs);
 	return k;
