@@ -433,6 +433,11 @@ class PodmanEngine(Engine):
         args = list(args)
         if args and args[0] in ("run", "create"):
             args = self._run_args(args)
+        elif args[:2] == ["rm", "-f"] and "-t" not in args:
+            # `docker rm -f` kills at once; `podman rm -f` stops first,
+            # waiting out the container's stop timeout: a second for each
+            # test's teardown (0.1 s with -t 0)
+            args = ["rm", "-f", "-t", "0", *args[2:]]
         elif args[:1] == ["top"] and "-o" in args:
             # docker top C -o pid,comm: host pids and names
             i = args.index("-o")
