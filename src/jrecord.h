@@ -46,8 +46,8 @@ struct jrecord {
 
 /* Room enough for any record: every byte of the strings may be escaped,
  * the extended attributes are in hex. */
-#define JRECORD_MAX                                                      \
-	(3 * (512 + 72 + 256 + 2 * PATH_MAX + 64) + 2 * JRECORD_XATTRS_MAX + \
+#define JRECORD_MAX                                                            \
+	(3 * (512 + 72 + 256 + 2 * PATH_MAX + 64) + 2 * JRECORD_XATTRS_MAX +   \
 	 512)
 
 /* Writes r into buf: its length, or -ENAMETOOLONG when it does not fit. */

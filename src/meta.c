@@ -235,7 +235,8 @@ int meta_content_now(struct meta *m, const struct ctr *c, const char *path,
 		return -1;
 	close(probe);
 	if (cache_get(m->c, c->id, path, &a, NULL, 0) < 0 ||
-	    !S_ISREG(a.st.st_mode) || meta_revalidate(m, &cc, path, &a, true) < 0)
+	    !S_ISREG(a.st.st_mode) ||
+	    meta_revalidate(m, &cc, path, &a, true) < 0)
 		return -1;
 	return cache_get_data(m->c, c->id, path, fd, off, len);
 }

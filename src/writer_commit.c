@@ -314,8 +314,8 @@ void writer_keep_content(struct wfile *f)
 	 * is counted against the memory spool's cap */
 	fd = spool_file(f->w->spool);
 	while (fd >= 0 && off < sp.st_size) {
-		ssize_t n = sendfile(fd, f->fd, &off,
-				     (size_t)(sp.st_size - off));
+		ssize_t n =
+		    sendfile(fd, f->fd, &off, (size_t)(sp.st_size - off));
 
 		if (n <= 0) {
 			close(fd);
@@ -352,8 +352,7 @@ int wfile_commit(struct wfile *f)
 	f->failed = ret < 0;
 	if (ret == 0) {
 		pthread_mutex_lock(&f->w->lock);
-		writer_made_above_locked(f->w, f->ctr.id, parent, f->path,
-					 t0);
+		writer_made_above_locked(f->w, f->ctr.id, parent, f->path, t0);
 		pthread_mutex_unlock(&f->w->lock);
 		writer_commit_landed(f, t0);
 		return 0;

@@ -359,8 +359,8 @@ static bool held_back(const struct writer *w, const struct wfile *f,
 		      const struct wfile *first, double now)
 {
 	return f->pending && atomic_load(&f->attempts) == 0 &&
-	       strcmp(f->ctr.id, first->ctr.id) == 0 &&
-	       ready_at(w, f) > now && !batchable(w, f, first, now);
+	       strcmp(f->ctr.id, first->ctr.id) == 0 && ready_at(w, f) > now &&
+	       !batchable(w, f, first, now);
 }
 
 /* w->lock held: takes out of batch (n entries, with first) each directory
@@ -417,8 +417,7 @@ static size_t keep_dirs_last(struct writer *w, struct wfile **batch, size_t n,
 		}
 		while (at < nheld && strcmp(held[at]->path, d->path) < 0)
 			at++;
-		memmove(&held[at + 1], &held[at],
-			(nheld - at) * sizeof(*held));
+		memmove(&held[at + 1], &held[at], (nheld - at) * sizeof(*held));
 		held[at] = d;
 		nheld++;
 	}
