@@ -97,7 +97,9 @@ struct engine_quirks {
 	 * however recently changed: a directory's attributes change at once
 	 * on Podman (owners_zero), outside the batches, and leaving out what
 	 * changed a moment ago (writer_wb.c) let a file land in a directory
-	 * after its times were set (its mtime a second late) */
+	 * after its times were set (its mtime a second late; Podman's PUT
+	 * of a directory's entry also moves the mtime of the directory it
+	 * goes into) */
 	bool batch_whole;
 	/* a HEAD costs a good part of a GET (56 against 381 ms on Podman;
 	 * about 1 against 60-150 on Docker): a walk lists again sooner */
