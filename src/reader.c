@@ -13,7 +13,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
 
 /* History kept behind the transfer for reads that come back to what it
@@ -517,22 +516,6 @@ static int copy_rest(struct reader *r, int fd, bool keep_ring)
 	return st == 1 ? 0 : st;
 }
 
-/* len bytes of from at off onto the end of to: 0 or -errno. */
-static int copy_range(int from, off_t off, off_t len, int to)
-{
-	off_t end = off + len;
-
-	while (off < end) {
-		ssize_t n = sendfile(to, from, &off, (size_t)(end - off));
-
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO; /* cut short */
-	}
-	return 0;
-}
-
 int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 		const char *path, int fd)
 {
@@ -543,7 +526,7 @@ int reader_copy(struct engine *e, struct meta *m, const struct ctr *c,
 	/* what a listing, or ctrfs's own write, left in the cache, if a
 	 * HEAD says the file is still that: no GET */
 	if (meta_content_now(m, c, path, &cfd, &off, &len) == 0) {
-		ret = copy_range(cfd, off, len, fd);
+		ret = spool_copy_range(fd, cfd, off, len);
 		close(cfd);
 		if (ret == 0)
 			return 0;

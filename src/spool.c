@@ -178,21 +178,26 @@ int spool_file_mem(struct spool *s)
 	return fd >= 0 ? fd : -errno;
 }
 
-int spool_copy(int to, int from)
+int spool_copy_range(int to, int from, off_t off, off_t len)
 {
-	struct stat st;
-	off_t off = 0;
+	off_t end = off + len;
 
-	if (fstat(from, &st) < 0)
-		return -errno;
-	while (off < st.st_size) {
-		ssize_t n =
-		    sendfile(to, from, &off, (size_t)(st.st_size - off));
+	while (off < end) {
+		ssize_t n = sendfile(to, from, &off, (size_t)(end - off));
 
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 	}
 	return 0;
+}
+
+int spool_copy(int to, int from)
+{
+	struct stat st;
+
+	if (fstat(from, &st) < 0)
+		return -errno;
+	return spool_copy_range(to, from, 0, st.st_size);
 }
 
 /* The directory name in dfd, made if missing (its entry synced): a new

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct spool;
 
@@ -36,6 +37,9 @@ int spool_file_mem(struct spool *s);
 /* Copies all of from (its size from fstat) to the start of to: 0 or
  * -errno. */
 int spool_copy(int to, int from);
+/* Copies len bytes of from at off to to (at its offset): 0 or -errno
+ * (-EIO when from ends before). */
+int spool_copy_range(int to, int from, off_t off, off_t len);
 
 /*
  * Keeps the data of fd, which could not be written to path in container

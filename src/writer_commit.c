@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -296,13 +295,12 @@ void writer_commit_landed(struct wfile *f, long t0)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* Content kept after a file is done with: at most this much, a file. */
+/* Content copied aside when a file lands: at most this much, a file. */
 #define KEEP_CONTENT_MAX ((off_t)256 * 1024)
 
 void writer_keep_content(struct wfile *f)
 {
 	struct stat sp;
-	off_t off = 0;
 	int fd;
 
 	/* (write-back folds what comes after a close into the pending file:
@@ -313,16 +311,11 @@ void writer_keep_content(struct wfile *f)
 	/* a copy: the spool file may be written again, and a memory one
 	 * is counted against the memory spool's cap */
 	fd = spool_file(f->w->spool);
-	while (fd >= 0 && off < sp.st_size) {
-		ssize_t n =
-		    sendfile(fd, f->fd, &off, (size_t)(sp.st_size - off));
-
-		if (n <= 0) {
-			close(fd);
-			fd = -1;
-		}
-	}
-	if (fd >= 0)
+	if (fd < 0)
+		return;
+	if (spool_copy(fd, f->fd) < 0)
+		close(fd);
+	else
 		meta_keep_content(f->w->m, &f->ctr, f->path, fd, sp.st_size);
 }
 
