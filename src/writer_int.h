@@ -54,6 +54,9 @@ struct wfile {
 	bool pending;  /* write-back: closed, to be committed at due */
 	bool flushing; /* write-back: in the flusher's PUT now */
 	double due;
+	/* write-back: the due its first close since the flusher last took it
+	 * set; the close after a reopen keeps it (0: none) */
+	double first_due;
 	/* when its content, attributes or name last changed (now_mono()):
 	 * read under w->lock alone, written under f->lock too */
 	_Atomic double changed;

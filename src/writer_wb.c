@@ -75,9 +75,13 @@ bool writer_wb_queue_locked(struct writer *w, struct wfile *f, bool dirty)
 	    (w->draining && atomic_load(&f->attempts) > 0))
 		return false;
 	if (!f->pending && !f->flushing) {
+		int tries = atomic_load(&f->attempts);
+
 		f->pending = true;
-		f->due = now_mono() +
-			 wb_delay(w->writeback, atomic_load(&f->attempts));
+		if (tries > 0 || f->first_due == 0)
+			f->first_due =
+			    now_mono() + wb_delay(w->writeback, tries);
+		f->due = f->first_due;
 		if (ready_at(w, f) < w->flusher_until)
 			pthread_cond_broadcast(&w->flush_cond);
 	}
@@ -476,6 +480,7 @@ static struct wfile **take_batch(struct writer *w, struct wfile *first,
 	for (size_t i = 0; i < n; i++) {
 		batch[i]->pending = false;
 		batch[i]->flushing = true;
+		batch[i]->first_due = 0; /* what changes now is due anew */
 		batch[i]->refs++;
 	}
 	*np = n;
