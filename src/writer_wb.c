@@ -378,32 +378,39 @@ static size_t keep_dirs_last(struct writer *w, struct wfile **batch, size_t n,
 			     const struct wfile *first, double now,
 			     double *wake)
 {
-	struct wfile **held, **dirs;
-	size_t nheld = 0, ndirs = 0, k = 0;
+	struct wfile **held = NULL, **dirs;
+	size_t nheld = 0, cap = 0, ndirs = 0, k = 0;
 
 	*wake = INFINITY;
 	for (size_t i = 0; i < n; i++)
 		ndirs += batch[i]->dir_entry;
 	if (ndirs == 0 || w->draining || !holds_back(w))
 		return n;
-	for (struct wfile *f = w->files; f; f = f->next)
-		nheld += held_back(w, f, first, now);
+	/* one walk; held keeps room for the directories inserted below */
+	for (struct wfile *f = w->files; f; f = f->next) {
+		if (!held_back(w, f, first, now))
+			continue;
+		if (nheld + ndirs >= cap) {
+			size_t ncap = cap ? 2 * cap : 64 + ndirs;
+			struct wfile **nh = realloc(held, ncap * sizeof(*nh));
+
+			if (!nh) { /* send them all: times maybe late */
+				free(held);
+				return n;
+			}
+			held = nh;
+			cap = ncap;
+		}
+		held[nheld++] = f;
+		if (ready_at(w, f) < *wake)
+			*wake = ready_at(w, f);
+	}
 	if (nheld == 0)
 		return n;
-	held = malloc((nheld + ndirs) * sizeof(*held));
 	dirs = malloc(ndirs * sizeof(*dirs));
-	if (!held || !dirs) { /* send them all: times maybe late */
+	if (!dirs) {
 		free(held);
-		free(dirs);
 		return n;
-	}
-	nheld = 0;
-	for (struct wfile *f = w->files; f; f = f->next) {
-		if (held_back(w, f, first, now)) {
-			held[nheld++] = f;
-			if (ready_at(w, f) < *wake)
-				*wake = ready_at(w, f);
-		}
 	}
 	qsort(held, nheld, sizeof(*held), by_path);
 	for (size_t i = 0; i < n; i++)
