@@ -2,7 +2,6 @@
 #include "ctr.h"
 #include "engine.h"
 #include "errmap.h"
-#include "events.h"
 #include "log.h"
 #include "pathmap.h"
 
@@ -42,7 +41,6 @@ struct ctr_table {
 	/* under refresh_lock: the event stream keeps the list current, and
 	 * an access does not list again on age alone (events.c) */
 	bool live;
-	struct events *events;
 	/* " of engine NAME" in a mount of several, for its lines; or "" */
 	char of[280];
 };
@@ -77,7 +75,6 @@ void ctr_table_free(struct ctr_table *t)
 
 	if (!t)
 		return;
-	ctr_table_unwatch(t);
 	for (p = t->head; p; p = next) {
 		next = p->next;
 		priv_free(p);
@@ -261,20 +258,10 @@ void ctr_set_live(struct ctr_table *t, bool live)
 	pthread_mutex_unlock(&t->refresh_lock);
 }
 
-int ctr_table_watch(struct ctr_table *t, const char *name)
+void ctr_table_name(struct ctr_table *t, const char *name)
 {
 	if (*name)
 		snprintf(t->of, sizeof(t->of), " of engine %s", name);
-	if (!t->events)
-		t->events = events_start(t->e, t, name);
-	return t->events ? 0 : -ENOMEM;
-}
-
-void ctr_table_unwatch(struct ctr_table *t)
-{
-	events_stop(t->events);
-	t->events = NULL;
-	ctr_set_live(t, false);
 }
 
 /* A reference to the listed, visible container called name (with old,

@@ -33,13 +33,11 @@ struct ctr_table *ctr_table_new(struct engine *e, bool all, double ttl,
 				ctr_gone_fn gone, void *ctx);
 void ctr_table_free(struct ctr_table *t);
 
-/* Starts the thread that follows the engine's event stream (after the
- * daemon forked); 0 or -errno. ctr_table_unwatch() stops it and waits for
- * it (ctr_table_free() does too). name: the engine's directory, which the
- * table's and the thread's log lines then say, in a mount of several
- * engines; "" with one (its lines as they always were). */
-int ctr_table_watch(struct ctr_table *t, const char *name);
-void ctr_table_unwatch(struct ctr_table *t);
+/* name: the engine's directory, which the table's log lines then say,
+ * in a mount of several engines; "" with one (its lines as they always
+ * were). The event stream that keeps the table current (events.c) is
+ * its site's (fs_sites.c): the table is below it, and does not start it. */
+void ctr_table_name(struct ctr_table *t, const char *name);
 
 /* For events.c: lists the containers now (one GET, shared with lookups
  * waiting for one), 0 or -errno; and says whether the event stream is

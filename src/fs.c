@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* The mount: fs_main() with its set-up and teardown, init and destroy, the
- * idle reaper, FUSE's operations table; paths resolved to containers, and
- * the callbacks about a path's attributes (getattr, readlink, statfs),
- * the mount's root and its status file among them. */
+ * idle reaper, FUSE's operations table, and the callbacks about a path's
+ * attributes (getattr, readlink, statfs), the mount's root and its status file
+ * among them. */
 #include "config.h"
 
 /* FUSE_USE_VERSION (config.h) first; fs_int.h uses the FUSE types */
@@ -33,42 +33,6 @@
 
 /* seconds a container's shell for the tools stays when unused */
 #define AGENT_IDLE 10.0
-
-/*
- * Resolves a mount path: *c gets a container reference (NULL for the
- * mount root) and *inner the path inside it. Paths on a tmpfs of the
- * container are refused here, once for every operation.
- */
-int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
-{
-	char name[256];
-	struct site *s;
-	int ret = sites_split(fs, path, &s, &path);
-
-	*c = NULL;
-	*inner = NULL;
-	if (ret < 0 || !s)
-		return ret;
-	ret = pathmap_split(path, name, sizeof(name), inner);
-	if (ret < 0)
-		return ret;
-	if (!*inner)
-		return 0;
-	if (!site_ready(s))
-		return -EIO; /* down since the start: asked nothing yet */
-	/* below the container's directory, its old name still leads to a
-	 * renamed container: the kernel asks so for what it holds open */
-	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(s->ctrs, name, c)
-				       : ctr_lookup_below(s->ctrs, name, c);
-	if (ret < 0)
-		return ret;
-	ret = ctr_check_path(s->ctrs, *c, *inner);
-	if (ret < 0) {
-		ctr_put(s->ctrs, *c);
-		*c = NULL;
-	}
-	return ret;
-}
 
 static void root_stat(struct fs *fs, struct stat *st)
 {

@@ -28,6 +28,7 @@ struct cache;
 struct ctr;
 struct ctr_table;
 struct engine;
+struct events;
 struct journal;
 struct meta;
 struct reader;
@@ -56,7 +57,7 @@ struct site {
 	struct spool *spool;
 	struct writer *writer;
 	struct journal *journal; /* borrowed, or NULL */
-	bool watched;		 /* its event stream started */
+	struct events *events;	 /* its event stream (events.c), or NULL */
 	struct fs *fs;
 	/* Down at start (fs_engine's down): no call goes to it, its
 	 * directory lists empty and is EIO below, until the thread waiter
@@ -115,17 +116,17 @@ static inline struct fs *fs_get(void)
 }
 
 /* fs.c */
-/* Resolves a mount path: *c gets a container reference (NULL for the
- * mount root, else the caller's to ctr_put()) and *inner the path inside
- * it; a path on a tmpfs of the container is refused. */
-int resolve(struct fs *fs, const char *path, struct ctr **c,
-	    const char **inner);
 /* Sets a symlink's st_size to the length of its target through the mount. */
 void link_size(const char *inner, const char *raw, struct stat *st);
 /* Attributes of a path: an open file being written says them itself. */
 int stat_path(struct fs *fs, struct ctr *c, const char *inner, struct stat *st);
 
 /* fs_sites.c */
+/* Resolves a mount path: *c gets a container reference (NULL for the
+ * mount root, else the caller's to ctr_put()) and *inner the path inside
+ * it; a path on a tmpfs of the container is refused. */
+int resolve(struct fs *fs, const char *path, struct ctr **c,
+	    const char **inner);
 /* Sets up the mount's sites, one per engine, in fs->sites (the engines
  * borrowed); 0 or -errno, with what was made torn down by sites_free(). */
 int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n);

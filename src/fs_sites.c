@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /* The mount's engines, a struct site each (docs/design.md, "Past one
- * host"): their set-up and teardown, start and stop; which engine a mount
- * path lies in; the root's and the engines' directories; the status and
- * the sync of all of them. */
+ * host"): their set-up and teardown, start and stop (with the event
+ * stream that keeps each one's container table current); which engine
+ * and which container a mount path lies in (resolve()); the root's and
+ * the engines' directories; the status and the sync of all of them. */
 #include "config.h"
 
 /* FUSE_USE_VERSION (config.h) first; fs_int.h uses the FUSE types */
@@ -12,9 +13,11 @@
 #include "cache.h"
 #include "ctr.h"
 #include "engine.h"
+#include "events.h"
 #include "journal.h"
 #include "log.h"
 #include "meta.h"
+#include "pathmap.h"
 #include "reader.h"
 #include "spool.h"
 #include "writer.h"
@@ -100,12 +103,32 @@ int sites_new(struct fs *fs, const struct fs_engine *engines, size_t n)
 	return 0;
 }
 
+/* Starts the thread that follows s's event stream and keeps its container
+ * table current (after the daemon forked); -1 when it cannot. */
+static int site_watch(struct site *s)
+{
+	ctr_table_name(s->ctrs, s->name);
+	if (!s->events)
+		s->events = events_start(s->e, s->ctrs, s->name);
+	return s->events ? 0 : -1;
+}
+
+/* Stops it and waits for it: the table lists again on access. */
+static void site_unwatch(struct site *s)
+{
+	events_stop(s->events);
+	s->events = NULL;
+	ctr_set_live(s->ctrs, false);
+}
+
 void sites_free(struct fs *fs)
 {
 	for (size_t i = 0; i < fs->nsites; i++) {
 		struct site *s = &fs->sites[i];
 
 		writer_free(s->writer);
+		if (s->ctrs)
+			site_unwatch(s); /* before its table goes */
 		ctr_table_free(s->ctrs);
 		meta_free(s->meta);
 		cache_free(s->cache);
@@ -169,7 +192,7 @@ static void *site_wait(void *arg)
 		log_info("the engine %s is Podman: its archive API reports "
 			 "every owner as 0:0, and ctrfs shows what it reports",
 			 s->name);
-	if (ctr_table_watch(s->ctrs, s->name) < 0)
+	if (site_watch(s) < 0)
 		log_err("cannot follow engine %s's events: the container "
 			"list is read again on access",
 			s->name);
@@ -188,7 +211,7 @@ void sites_start(struct fs *fs)
 				log_err("engine %s: cannot wait for it: it "
 					"stays empty",
 					s->name);
-		} else if (ctr_table_watch(s->ctrs, s->name) < 0)
+		} else if (site_watch(s) < 0)
 			log_err("cannot follow %s%s%s events: the "
 				"container list is read again on access",
 				*s->name ? "engine " : "the engine's", s->name,
@@ -208,7 +231,7 @@ void sites_stop(struct fs *fs)
 			fs->sites[i].waiter_started = false;
 		}
 	for (size_t i = 0; i < fs->nsites; i++)
-		ctr_table_unwatch(fs->sites[i].ctrs);
+		site_unwatch(&fs->sites[i]);
 	for (size_t i = 0; i < fs->nsites; i++)
 		writer_drain(fs->sites[i].writer);
 }
@@ -239,6 +262,42 @@ int sites_split(struct fs *fs, const char *path, struct site **s,
 			return 0;
 		}
 	return -ENOENT;
+}
+
+/*
+ * Resolves a mount path: *c gets a container reference (NULL for the
+ * mount root) and *inner the path inside it. Paths on a tmpfs of the
+ * container are refused here, once for every operation.
+ */
+int resolve(struct fs *fs, const char *path, struct ctr **c, const char **inner)
+{
+	char name[256];
+	struct site *s;
+	int ret = sites_split(fs, path, &s, &path);
+
+	*c = NULL;
+	*inner = NULL;
+	if (ret < 0 || !s)
+		return ret;
+	ret = pathmap_split(path, name, sizeof(name), inner);
+	if (ret < 0)
+		return ret;
+	if (!*inner)
+		return 0;
+	if (!site_ready(s))
+		return -EIO; /* down since the start: asked nothing yet */
+	/* below the container's directory, its old name still leads to a
+	 * renamed container: the kernel asks so for what it holds open */
+	ret = strcmp(*inner, "/") == 0 ? ctr_lookup(s->ctrs, name, c)
+				       : ctr_lookup_below(s->ctrs, name, c);
+	if (ret < 0)
+		return ret;
+	ret = ctr_check_path(s->ctrs, *c, *inner);
+	if (ret < 0) {
+		ctr_put(s->ctrs, *c);
+		*c = NULL;
+	}
+	return ret;
 }
 
 ino_t sites_ino(struct fs *fs, const char *path)
