@@ -442,8 +442,15 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	pthread_mutex_lock(&c->lock);
 	pp = find_slot(c, key, len, h);
 	if (*pp) {
+		struct cache_attr now = *attr;
+
 		n = *pp;
-		merge(c, n, attr, link);
+		/* asked before ctrfs's last change of it was over: the
+		 * answer may be from before that change (a stat racing a
+		 * rename in the directory), so it is asked again */
+		if (now.validated <= n->changed_at)
+			now.validated = 0;
+		merge(c, n, &now, link);
 		goto out_sync;
 	}
 	if (c->count >= c->max) {
@@ -499,6 +506,8 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 	if (n) {
 		if (st && n->data && !cache_data_holds(c, n, st))
 			cache_drop_data(c, n);
+		if (now <= n->changed_at)
+			goto out; /* asked before our change of it was over */
 		n->attr.validated = now;
 		if (n->names &&
 		    (!listing_holds(n, n->attr.st.st_mtim.tv_sec, true) ||
@@ -508,6 +517,7 @@ void cache_confirm(struct cache *c, const char *ns, const char *path,
 		else if (n->names && now > n->listed_at)
 			n->listed_at = now; /* confirmed whole */
 	}
+out:
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -699,10 +709,13 @@ int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
 	pthread_mutex_lock(&c->lock);
 	n = cache_lookup(c, ns, path);
 	if (n && n->data) {
-		*fd = dup(n->data->fd);
 		*off = n->dataoff;
 		*len = n->datalen;
-		ret = *fd >= 0 ? 0 : -1;
+		ret = 0;
+		if (fd) {
+			*fd = dup(n->data->fd);
+			ret = *fd >= 0 ? 0 : -1;
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -717,6 +730,7 @@ void cache_dir_changed(struct cache *c, const char *ns, const char *dir,
 	n = cache_lookup(c, ns, dir);
 	if (n) {
 		n->attr.validated = 0; /* its mtime moved: ask again */
+		n->changed_at = now;   /* and what was asked before, too */
 		n->own_from = from;
 		n->own_until = until;
 		/* until is a second past the engine's now, whose lag ctrfs

@@ -112,6 +112,9 @@ int cache_get(struct cache *c, const char *ns, const char *path,
  * a second (mtimes in whole seconds cannot order changes within one), or
  * within ctrfs's own last change of it, or attr has CACHE_SAME_ENTRIES; a
  * listing kept by the first two is confirmed as of attr's validation.
+ * attr->validated is when the question was asked: an answer asked before
+ * ctrfs's last change of the entry was over (cache_dir_changed()) is
+ * merged but stays to be asked again, as cache_confirm() ignores one.
  * Returns true when the cache is nearly full, so bulk loaders can stop
  * recording what nobody asked for.
  */
@@ -162,7 +165,8 @@ void cache_listing_add(struct cache *c, const char *ns, const char *path);
 
 /*
  * ctrfs changed an entry of directory dir between wall-clock seconds from
- * and until: its attributes are asked again (the mtime moved), and its
+ * and until: its attributes are asked again (the mtime moved), answers to
+ * questions asked before now are not taken as confirming them, and its
  * listing, which ctrfs edited, survives an mtime within that window.
  * A change by someone else within the same seconds cannot be told apart:
  * the first confirmation once they are over (now + 3 s) drops the listing,
@@ -201,7 +205,7 @@ bool cache_set_data(struct cache *c, const char *ns, const char *path,
 		    struct cache_blob *b, off_t off, off_t len, long snapshot);
 
 /* 0 with a new descriptor of the blob (close it) and where the content
- * lies in it, or -1 when it is not known. */
+ * lies in it, or -1 when it is not known; fd NULL: only whether it is. */
 int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
 		   off_t *off, off_t *len);
 

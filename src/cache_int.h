@@ -31,6 +31,7 @@ struct node {
 	double listed_at; /* now_mono() when the listing was last known whole */
 	long own_from, own_until; /* wall seconds of our own last change */
 	double own_settled; /* now_mono() when no other change can share them */
+	double changed_at;  /* now_mono() when ctrfs last said it moved */
 	struct cache_blob *data; /* where the content is, or NULL */
 	off_t dataoff;
 	off_t datalen;

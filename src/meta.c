@@ -227,13 +227,11 @@ int meta_content_now(struct meta *m, const struct ctr *c, const char *path,
 {
 	struct ctr cc = *c;
 	struct cache_attr a;
-	int probe;
 	off_t o, l;
 
 	/* nothing to confirm without content: no HEAD then */
-	if (cache_get_data(m->c, c->id, path, &probe, &o, &l) < 0)
+	if (cache_get_data(m->c, c->id, path, NULL, &o, &l) < 0)
 		return -1;
-	close(probe);
 	if (cache_get(m->c, c->id, path, &a, NULL, 0) < 0 ||
 	    !S_ISREG(a.st.st_mode) ||
 	    meta_revalidate(m, &cc, path, &a, true) < 0)
@@ -312,20 +310,35 @@ out_stream:
 /* A HEAD refused has no body to say why: a GET of the path does. The
  * reason that matters is a symlink loop (-ELOOP): the engine resolves a
  * link's target for the stat header of either call, and a link in a loop
- * has none. */
+ * has none. When the GET works, the first header of another answers the
+ * stat. Docker 20.10 refuses both (500, no reason) for a path that its
+ * host's own path to the container's root takes past PATH_MAX: the GET of
+ * its directory, a shorter path, has its header then. */
 static int head_refused(struct meta *m, struct ctr *c, const char *path)
 {
 	struct engine_stream *s;
-	char msg[512];
+	struct cache_attr a;
+	char msg[512], parent[PATH_MAX];
+	double asked = now_mono();
 	int ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
 
 	if (ret == 0) {
-		engine_stream_free(s); /* aborted: the HEAD's answer stands */
-		snprintf(msg, sizeof(msg), "the engine refused a HEAD of it");
-		ret = -EIO;
+		engine_stream_free(s); /* the GET works: its header answers */
+		return probe(m, c, path);
 	}
-	if (ret != -ENOENT && ret != -ELOOP)
-		log_fail(c, "stat", path, msg);
+	if (ret == -ENOENT || ret == -ELOOP)
+		return ret;
+	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&
+	    strcmp(parent, path) != 0 &&
+	    loader_tree(m, c, parent, PROBE_TREE, true, NULL) == 0 &&
+	    cache_get(m->c, c->id, path, &a, NULL, 0) == 0 &&
+	    a.validated >= asked) {
+		log_dbg("'%s' in '%s': the engine refused a HEAD and a GET of "
+			"it; the GET of its directory answered",
+			path, c->name);
+		return 0;
+	}
+	log_fail(c, "stat", path, msg);
 	return ret;
 }
 
@@ -347,6 +360,9 @@ int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
 	struct cache_attr a = {0};
 	struct pathstat ps;
 	char msg[512];
+	/* the answer is as of the question: one that a change of ours
+	 * overtook is not kept as confirmed (cache_dir_changed()) */
+	double asked = now_mono();
 	int ret;
 
 	ret = engine_archive_head(m->e, c->id, path, &r);
@@ -381,7 +397,7 @@ int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
 	a.st.st_mtim = ps.mtime;
 	a.st.st_nlink = 1;
 	fill_defaults(&a.st);
-	a.validated = now_mono();
+	a.validated = asked;
 	/* the same: the attributes stay as they are (a tar's whole second
 	 * does not turn into this answer's nanoseconds and back), and a
 	 * file's content held here stays only if it holds for this answer

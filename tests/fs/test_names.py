@@ -3,10 +3,11 @@
 
 import errno
 import os
+import time
 
 import pytest
 
-from conftest import PODMAN, call_with_timeout, errname, errno_of, podman_pattern, read_file
+from conftest import ENGINE_KIND, PODMAN, call_with_timeout, errname, errno_of, podman_pattern, read_file
 
 ODD_NAMES = [
     "with space",
@@ -136,6 +137,46 @@ def test_names_that_are_not_utf8(mount, container):
                'if [ -f "$f" ]; then cat "$f"; else echo -n dir; fi; echo; done')
     # each entry: its name's bytes in hex, then its content (or "dir")
     assert sorted(out.split()) == [b"636166e9=new", b"646972ff=dir", b"6e61ef7665=made"], out
+
+
+def test_a_path_near_path_max_made_in_the_container_is_read(mount, container):
+    """A file at 4,050 bytes from the container's root, made inside it:
+    lstat, the listing of its directory and a read work through the mount
+    on every engine, and an lstat past the TTL (a HEAD) too. Docker 20.10
+    stats a HEAD's and a GET's path from its host, under the container's
+    root there, and refuses one that the root's own path takes past
+    PATH_MAX (500, no body to say why): that was EIO. The GET of its
+    directory, a shorter path, answers the stat there."""
+    c = container()
+    seg, name = "d" * 200, "f" * 225
+    c.sh(f"mkdir /deep && cd /deep && for i in $(seq 19); do mkdir {seg} && cd {seg}; done && "
+         f"printf hello > {name}")
+    m = mount("-d")
+    fd = os.open(m.p(c, "/deep"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(19):
+            nfd = call_with_timeout(lambda: os.open(seg, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd))
+            os.close(fd)
+            fd = nfd
+        st = call_with_timeout(lambda: os.stat(name, dir_fd=fd, follow_symlinks=False))
+        assert st.st_size == 5
+        assert os.listdir(fd) == [name]
+        rfd = call_with_timeout(lambda: os.open(name, os.O_RDONLY, dir_fd=fd))
+        try:
+            assert os.read(rfd, 100) == b"hello"
+        finally:
+            os.close(rfd)
+        # past the attributes' TTL: a stat of one entry is a HEAD (the
+        # listing answered the ones above)
+        time.sleep(1.5)
+        st = call_with_timeout(lambda: os.stat(name, dir_fd=fd, follow_symlinks=False))
+        assert st.st_size == 5
+    finally:
+        os.close(fd)
+    with open(m.log, errors="replace") as f:
+        log = f.read()
+    if ENGINE_KIND == "docker-20.10":
+        assert "the GET of its directory answered" in log, "no HEAD was refused: the test proves nothing"
 
 
 def test_names_and_paths_too_long(mount, container):
