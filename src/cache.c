@@ -12,52 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-/* Builds the key in buf; returns its length or 0 when it does not fit. */
-static size_t make_key(char *buf, size_t buflen, const char *ns,
-		       const char *path)
-{
-	size_t a = strlen(ns) + 1, b = strlen(path) + 1;
-
-	if (a + b > buflen)
-		return 0;
-	memcpy(buf, ns, a);
-	memcpy(buf + a, path, b);
-	return a + b;
-}
-
-void cache_set_tar_rounding(struct cache *c, bool rounded)
-{
-	c->tar_rounds = rounded;
-}
-
-/* The whole second c's engine's tar header gives for the exact time t. */
-static time_t tar_second(const struct cache *c, const struct timespec *t)
-{
-	return c->tar_rounds && t->tv_nsec >= 500000000 ? t->tv_sec + 1
-							: t->tv_sec;
-}
-
-bool cache_same_second(const struct cache *c, const struct timespec *a,
-		       const struct timespec *b)
-{
-	if (a->tv_nsec == 0 && b->tv_nsec != 0)
-		return a->tv_sec == tar_second(c, b);
-	if (b->tv_nsec == 0 && a->tv_nsec != 0)
-		return b->tv_sec == tar_second(c, a);
-	return a->tv_sec == b->tv_sec;
-}
-
 /* numbers handed out so far, process-wide: never one twice */
 static _Atomic uint64_t last_ino = 1; /* 1: the mount's root */
 
@@ -97,41 +51,6 @@ void cache_set_clock(struct cache *c, cache_clock_fn clock, void *arg)
 	pthread_mutex_unlock(&c->lock);
 }
 
-struct cache_blob {
-	int fd;
-	int refs; /* atomic */
-};
-
-struct cache_blob *cache_blob_new(int fd)
-{
-	struct cache_blob *b = calloc(1, sizeof(*b));
-
-	if (!b)
-		return NULL;
-	b->fd = fd;
-	b->refs = 1;
-	return b;
-}
-
-void cache_blob_put(struct cache_blob *b)
-{
-	if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		close(b->fd);
-		free(b);
-	}
-}
-
-struct cache_blob *cache_blob_get(struct cache_blob *b)
-{
-	__atomic_add_fetch(&b->refs, 1, __ATOMIC_ACQ_REL);
-	return b;
-}
-
-int cache_blob_fd(const struct cache_blob *b)
-{
-	return b->fd;
-}
-
 static void node_free(struct node *n)
 {
 	cache_blob_put(n->data);
@@ -166,28 +85,6 @@ void cache_free(struct cache *c)
 	free(c->inos);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-static struct node **find_slot(struct cache *c, const char *key, size_t len,
-			       uint64_t h)
-{
-	struct node **pp = &c->buckets[h % c->nbuckets];
-
-	for (; *pp; pp = &(*pp)->next)
-		if ((*pp)->hash == h && (*pp)->keylen == len &&
-		    memcmp((*pp)->key, key, len) == 0)
-			return pp;
-	return pp;
-}
-
-struct node *cache_lookup(struct cache *c, const char *ns, const char *path)
-{
-	char key[8192];
-	size_t len = make_key(key, sizeof(key), ns, path);
-
-	if (!len)
-		return NULL;
-	return *find_slot(c, key, len, fnv1a(key, len));
 }
 
 static void grow(struct cache *c)
@@ -236,22 +133,6 @@ int cache_get(struct cache *c, const char *ns, const char *path,
 	return ret;
 }
 
-void cache_drop_listing(struct node *n)
-{
-	free(n->names);
-	n->names = NULL;
-	n->nnames = 0;
-	n->names_bytes = 0;
-}
-
-void cache_drop_data(struct cache *c, struct node *n)
-{
-	c->data_bytes -= n->datalen;
-	cache_blob_put(n->data);
-	n->data = NULL;
-	n->datalen = 0;
-}
-
 /* Whether n's listing is still whole for a directory mtime (in seconds)
  * the engine reports now: unchanged and older than the listing by more than
  * a second, or within a change ctrfs made itself. */
@@ -279,26 +160,6 @@ static bool own_window_over(struct node *n, long mtime, double now)
 	n->own_until = 0;
 	n->own_settled = 0;
 	return true;
-}
-
-/*
- * Whether n's content (data) is the content of a file that now has the
- * attributes st. Tar mtimes are whole seconds: an equal second is trusted
- * only when it lies before the second the content was read in (equal
- * nanoseconds say more only when there are some: a tar header has none).
- */
-bool cache_data_holds(const struct cache *c, const struct node *n,
-		      const struct stat *st)
-{
-	const struct stat *old = &n->attr.st;
-
-	return (old->st_mode & S_IFMT) == (st->st_mode & S_IFMT) &&
-	       cache_same_second(c, &old->st_mtim, &st->st_mtim) &&
-	       old->st_size == st->st_size &&
-	       ((old->st_mtim.tv_nsec == st->st_mtim.tv_nsec &&
-		 st->st_mtim.tv_nsec != 0) ||
-		(old->st_mtim.tv_nsec == 0 &&
-		 st->st_mtim.tv_sec + 1 < n->data_snapshot));
 }
 
 /* Whether an answer about the same file (type, size, mtime) says what
@@ -432,15 +293,15 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	       const struct cache_attr *attr, const char *link)
 {
 	char key[8192];
-	size_t len = make_key(key, sizeof(key), ns, path);
-	uint64_t h = fnv1a(key, len);
+	size_t len = cache_key(key, sizeof(key), ns, path);
+	uint64_t h = cache_hash(key, len);
 	struct node **pp, *n;
 	bool full;
 
 	if (!len)
 		return true;
 	pthread_mutex_lock(&c->lock);
-	pp = find_slot(c, key, len, h);
+	pp = cache_find_slot(c, key, len, h);
 	if (*pp) {
 		struct cache_attr now = *attr;
 
@@ -455,7 +316,7 @@ bool cache_put(struct cache *c, const char *ns, const char *path,
 	}
 	if (c->count >= c->max) {
 		clear_locked(c);
-		pp = find_slot(c, key, len, h);
+		pp = cache_find_slot(c, key, len, h);
 	}
 	n = calloc(1, sizeof(*n));
 	if (!n)
@@ -713,7 +574,7 @@ int cache_get_data(struct cache *c, const char *ns, const char *path, int *fd,
 		*len = n->datalen;
 		ret = 0;
 		if (fd) {
-			*fd = dup(n->data->fd);
+			*fd = dup(cache_blob_fd(n->data));
 			ret = *fd >= 0 ? 0 : -1;
 		}
 	}

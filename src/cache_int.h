@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * What cache.c shares with cache_links.c and cache_listing.c, and with no
- * one else: the
- * entries (struct node), the cache itself, and the helpers both call,
- * each under the cache's lock. Not part of the cache's API (cache.h).
+ * What cache.c shares with cache_node.c, cache_links.c and cache_listing.c,
+ * and with no one else: the entries (struct node), the cache itself, and
+ * the helpers they call, each under the cache's lock. Not part of the
+ * cache's API (cache.h).
  */
 #ifndef CTRFS_CACHE_INT_H
 #define CTRFS_CACHE_INT_H
@@ -58,6 +58,13 @@ struct cache {
 
 #define INO_BUCKETS 1024
 
+/* cache_node.c: the hash table's keys (ns '\0' path '\0', into buf: its
+ * length, 0 when it does not fit), a key's hash, its slot (where its node
+ * is, or the NULL at a bucket's end to hook a new one in) */
+size_t cache_key(char *buf, size_t buflen, const char *ns, const char *path);
+uint64_t cache_hash(const char *s, size_t len);
+struct node **cache_find_slot(struct cache *c, const char *key, size_t len,
+			      uint64_t h);
 /* The entry of (ns, path), or NULL. */
 struct node *cache_lookup(struct cache *c, const char *ns, const char *path);
 /* Whether n's content is the content of a file that now has st. */

@@ -125,11 +125,15 @@ static inline bool same_head(const struct meta *m, const struct stat *a,
 }
 
 /* meta.c: whether a cached entry confirmed at validated must be asked
- * again; a HEAD of path merged into the cache (old: what the cache had,
- * when have_old) */
+ * again */
 bool meta_stale(struct meta *m, struct ctr *c, double validated);
+
+/* meta_head.c: a HEAD of path merged into the cache (old: what the cache
+ * had, when have_old); the full header of path (owner, raw link target)
+ * from the first entry of a GET, a small file's content kept with it */
 int meta_revalidate(struct meta *m, struct ctr *c, const char *path,
 		    const struct cache_attr *old, bool have_old);
+int meta_probe(struct meta *m, struct ctr *c, const char *path);
 
 /* meta_walk.c: a walk's fast paths (see there) */
 bool meta_relist_parent(struct meta *m, struct ctr *c, const char *path);
