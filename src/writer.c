@@ -68,169 +68,6 @@ void writer_free(struct writer *w)
 	free(w);
 }
 
-/* Whether path lies below dir (dlen bytes, 0 for "/"): anywhere, or as an
- * entry of dir itself. */
-static bool below(const char *path, const char *dir, size_t dlen, bool deep)
-{
-	return strncmp(path, dir, dlen) == 0 && path[dlen] == '/' &&
-	       (deep || !strchr(path + dlen + 1, '/'));
-}
-
-/* FNV-1a of the container id and the path. */
-static size_t key_hash(const char *ctr_id, const char *path)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const char *p = ctr_id; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	h = (h ^ '\n') * 1099511628211ULL;
-	for (const char *p = path; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	return (size_t)h;
-}
-
-/* w->lock held: twice the slots once there are more files than slots (a
- * table that cannot grow keeps its slots: longer chains, same answers). */
-static void index_grow_locked(struct writer *w)
-{
-	size_t n = w->nslots * 2;
-	struct wfile **slots = calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return;
-	for (size_t i = 0; i < w->nslots; i++) {
-		for (struct wfile *f = w->slots[i], *next; f; f = next) {
-			next = f->hnext;
-			f->hnext = slots[f->hash & (n - 1)];
-			slots[f->hash & (n - 1)] = f;
-		}
-	}
-	free(w->slots);
-	w->slots = slots;
-	w->nslots = n;
-}
-
-static void index_add_locked(struct writer *w, struct wfile *f)
-{
-	struct wfile **slot;
-
-	if (w->nindexed >= w->nslots)
-		index_grow_locked(w);
-	f->hash = key_hash(f->ctr.id, f->path);
-	slot = &w->slots[f->hash & (w->nslots - 1)];
-	f->hnext = *slot;
-	*slot = f;
-	w->nindexed++;
-}
-
-/* Whether f was in the index (it is not now). */
-static bool index_del_locked(struct writer *w, struct wfile *f)
-{
-	for (struct wfile **pp = &w->slots[f->hash & (w->nslots - 1)]; *pp;
-	     pp = &(*pp)->hnext) {
-		if (*pp == f) {
-			*pp = f->hnext;
-			w->nindexed--;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* w->lock held: f's path is p (allocated) from now on; one taken off the
- * list (a failed copy-in that a rename had found before) stays out. */
-static void repath_locked(struct writer *w, struct wfile *f, char *p)
-{
-	bool indexed = index_del_locked(w, f);
-
-	free(f->path);
-	f->path = p;
-	if (indexed)
-		index_add_locked(w, f);
-}
-
-struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
-				 const char *path)
-{
-	size_t h = key_hash(ctr_id, path);
-
-	for (struct wfile *f = w->slots[h & (w->nslots - 1)]; f; f = f->hnext)
-		if (f->hash == h && !f->unlinked &&
-		    strcmp(f->path, path) == 0 &&
-		    strcmp(f->ctr.id, ctr_id) == 0)
-			return f;
-	return NULL;
-}
-
-/* A reference to f (w->lock held); reopen takes it out of the write-back
- * queue: it is being written again. */
-static void take_locked(struct wfile *f, bool reopen)
-{
-	f->refs++;
-	f->opens++;
-	if (reopen)
-		f->pending = false;
-}
-
-static struct wfile *find_ref(struct writer *w, const char *ctr_id,
-			      const char *path, bool reopen)
-{
-	struct wfile *f;
-
-	pthread_mutex_lock(&w->lock);
-	f = writer_find_locked(w, ctr_id, path);
-	if (f)
-		take_locked(f, reopen);
-	pthread_mutex_unlock(&w->lock);
-	return f;
-}
-
-struct wfile *writer_find(struct writer *w, const char *ctr_id,
-			  const char *path)
-{
-	return find_ref(w, ctr_id, path, false);
-}
-
-struct wfile *writer_reopen(struct writer *w, const char *ctr_id,
-			    const char *path)
-{
-	return find_ref(w, ctr_id, path, true);
-}
-
-void writer_list_locked(struct writer *w, struct wfile *f)
-{
-	f->next = w->files;
-	w->files = f;
-	index_add_locked(w, f);
-}
-
-void writer_unlist_locked(struct writer *w, struct wfile *f)
-{
-	for (struct wfile **pp = &w->files; *pp; pp = &(*pp)->next) {
-		if (*pp == f) {
-			*pp = f->next;
-			index_del_locked(w, f);
-			return;
-		}
-	}
-}
-
-/* A wfile nobody references any more, or never listed. */
-void writer_wfile_free(struct wfile *f)
-{
-	if (f->jent)
-		journal_release(f->w->journal, &f->jent, f->jkeep);
-	if (f->in_mem)
-		atomic_fetch_sub(&f->w->mem_used, f->mem_bytes);
-	if (f->fd >= 0)
-		close(f->fd);
-	pthread_mutex_destroy(&f->lock);
-	free(f->path);
-	free(f->link);
-	free(f->xattrs);
-	free(f);
-}
-
 /* One piece, though long: the wfile is listed before its content is copied
  * in and under its lock until then, and each later failure undoes what the
  * steps before it did (shared with an open that came first, unlisted). */
@@ -306,7 +143,7 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	pthread_mutex_lock(&w->lock);
 	other = writer_find_locked(w, c->id, path);
 	if (other) {
-		take_locked(other, true);
+		writer_take_locked(other, true);
 	} else {
 		writer_list_locked(w, f);
 	}
@@ -367,45 +204,6 @@ static void mark_dirty(struct wfile *f)
 	atomic_store(&f->attempts, 0); /* new content: tried anew */
 }
 
-/* f->lock held: writes f's journal entry (its data and what it is to
- * become), so that a daemon that dies before the commit leaves it for the
- * next start. 0 or -errno. */
-int writer_journal_locked(struct wfile *f)
-{
-	struct jrecord *r;
-	int ret;
-
-	if (!f->w->journal)
-		return 0;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	snprintf(r->ctr_id, sizeof(r->ctr_id), "%s", f->ctr.id);
-	snprintf(r->ctr_name, sizeof(r->ctr_name), "%s", f->ctr.name);
-	snprintf(r->path, sizeof(r->path), "%s", f->path);
-	r->mode = f->st.st_mode & 07777;
-	r->uid = f->st.st_uid;
-	r->gid = f->st.st_gid;
-	r->mtime = f->st.st_mtim;
-	r->type = S_ISDIR(f->st.st_mode)   ? 'd'
-		  : S_ISLNK(f->st.st_mode) ? 'l'
-					   : 'f';
-	if (f->link)
-		snprintf(r->link, sizeof(r->link), "%s", f->link);
-	r->has_atime = f->atime_set;
-	r->atime = f->st.st_atim;
-	if (f->xattrs_len > sizeof(r->xattrs)) {
-		free(r); /* not kept whole: the close commits it at once */
-		return -E2BIG;
-	}
-	if (f->xattrs_len)
-		memcpy(r->xattrs, f->xattrs, f->xattrs_len);
-	r->xattrs_len = f->xattrs_len;
-	ret = journal_put(f->w->journal, &f->jent, f->fd, r);
-	free(r);
-	return ret;
-}
-
 /* f->lock held, after a change of f's header or name: a record of it
  * (a pending file) says so too. */
 static void rejournal_locked(struct wfile *f)
@@ -427,14 +225,6 @@ static void touch_mtime(struct wfile *f)
 	mark_dirty(f);
 	if (!f->mtime_set)
 		f->st.st_mtim = f->st.st_ctim; /* one time, as write(2) */
-}
-
-struct wfile *wfile_get(struct wfile *f)
-{
-	pthread_mutex_lock(&f->w->lock);
-	take_locked(f, false);
-	pthread_mutex_unlock(&f->w->lock);
-	return f;
 }
 
 /* f->lock held, f in memory: reserves the memory spool up to end. False
@@ -523,31 +313,6 @@ ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off)
 	}
 	n = pread(f->fd, buf, size, off);
 	return n < 0 ? -errno : n;
-}
-
-void writer_stat_locked(struct wfile *f, struct stat *st)
-{
-	struct stat sp;
-
-	*st = f->st;
-	if (f->fd >= 0 && fstat(f->fd, &sp) == 0) {
-		st->st_size = sp.st_size;
-		st->st_blocks = sp.st_blocks;
-	}
-	/* no atime set: a PUT makes it the mtime (one set before the mtime
-	 * is set after the commit, with touch: fs_change.c) */
-	if (!f->atime_set)
-		st->st_atim = st->st_mtim;
-	if (!st->st_ctim.tv_sec && !st->st_ctim.tv_nsec)
-		st->st_ctim = st->st_mtim;
-	st->st_blksize = CTRFS_BLKSIZE;
-}
-
-void wfile_stat(struct wfile *f, struct stat *st)
-{
-	pthread_mutex_lock(&f->lock);
-	writer_stat_locked(f, st);
-	pthread_mutex_unlock(&f->lock);
 }
 
 int wfile_truncate(struct wfile *f, off_t size)
@@ -647,7 +412,7 @@ int wfile_setxattr(struct wfile *f, const char *name, const void *value,
 static void set_path_locked(struct wfile *f, char *p)
 {
 	pthread_mutex_lock(&f->w->lock); /* writer_find() reads the path */
-	repath_locked(f->w, f, p);
+	writer_repath_locked(f->w, f, p);
 	pthread_mutex_unlock(&f->w->lock);
 }
 
@@ -695,7 +460,7 @@ int writer_rename(struct writer *w, struct wfile *f, struct wfile *t,
 	if (ret == 0) {
 		pthread_mutex_lock(&w->lock); /* writer_find() reads these */
 		if (f) {
-			repath_locked(w, f, p);
+			writer_repath_locked(w, f, p);
 			p = NULL;
 			/* not moved: what the container holds at newpath
 			 * stays until f's commit replaces it, so an unlink
@@ -744,48 +509,6 @@ int wfile_unlink(struct wfile *f, int (*remove)(void *), void *arg)
 	return ret;
 }
 
-/*
- * w->lock held: references to the wfiles of container ctr_id (NULL: of
- * every container) below dir
- * (dlen and deep as for below()), only those pending or being sent when
- * queued is set, in a new array of *n (fewer when memory runs out).
- */
-struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
-				     const char *dir, size_t dlen, bool deep,
-				     bool queued, bool failed, size_t *n)
-{
-	struct wfile **list = NULL;
-	size_t cap = 0;
-
-	*n = 0;
-	for (struct wfile *f = w->files; f; f = f->next) {
-		/* queued: in the write-back queue or being sent; without
-		 * failed, not waiting for a try after a failure */
-		if ((queued && !f->pending && !f->flushing) ||
-		    (queued && !failed && f->pending &&
-		     atomic_load(&f->attempts) > 0) ||
-		    (ctr_id && strcmp(f->ctr.id, ctr_id) != 0) ||
-		    (!below(f->path, dir, dlen, deep) &&
-		     /* deep: dir's own entry too (a directory pending) */
-		     !(deep && f->fd < 0 && S_ISDIR(f->st.st_mode) &&
-		       strlen(f->path) == dlen &&
-		       strncmp(f->path, dir, dlen) == 0)))
-			continue;
-		if (*n == cap) {
-			size_t ncap = cap ? 2 * cap : 16;
-			struct wfile **nl = realloc(list, ncap * sizeof(*nl));
-
-			if (!nl)
-				break;
-			list = nl;
-			cap = ncap;
-		}
-		take_locked(f, false);
-		list[(*n)++] = f;
-	}
-	return list;
-}
-
 void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 		   const char *to)
 {
@@ -801,7 +524,7 @@ void writer_repath(struct writer *w, const char *ctr_id, const char *from,
 		char p[PATH_MAX];
 
 		pthread_mutex_lock(&f->lock);
-		if (below(f->path, from, flen, true) &&
+		if (writer_below(f->path, from, flen, true) &&
 		    (size_t)snprintf(p, sizeof(p), "%s%s", to, f->path + flen) <
 			sizeof(p)) {
 			char *np = strdup(p);
@@ -825,62 +548,7 @@ bool writer_holds_below(struct writer *w, const char *ctr_id, const char *dir)
 	pthread_mutex_lock(&w->lock);
 	for (struct wfile *f = w->files; f && !found; f = f->next)
 		found = !f->unlinked && strcmp(f->ctr.id, ctr_id) == 0 &&
-			below(f->path, dir, dlen, true);
+			writer_below(f->path, dir, dlen, true);
 	pthread_mutex_unlock(&w->lock);
 	return found;
-}
-
-void wfile_put(struct wfile *f)
-{
-	struct writer *w = f->w;
-	unsigned long opens;
-	bool give_up, told, draining;
-	int tries;
-
-	pthread_mutex_lock(&w->lock);
-	if (--f->refs > 0 || f->closing) {
-		/* still used; or revived and dropped while another thread
-		 * closes it: that thread looks again */
-		pthread_mutex_unlock(&w->lock);
-		return;
-	}
-	for (;;) {
-		if (writer_wb_queue_locked(w, f, f->dirty)) {
-			pthread_mutex_unlock(
-			    &w->lock); /* a lookup keeps the due */
-			return;
-		}
-		f->closing = true;
-		opens = f->opens;
-		draining = w->draining;
-		pthread_mutex_unlock(&w->lock);
-		pthread_mutex_lock(&f->lock); /* its path may change else */
-		tries = atomic_load(&f->attempts);
-		/* unmount does not wait out the delays of an engine that is
-		 * gone: one try there */
-		give_up = f->dirty && !f->unlinked && !f->error &&
-			  (tries >= WB_ATTEMPTS || (draining && tries > 0));
-		if (give_up)
-			writer_wb_rescue_locked(f);
-		told = f->failed; /* a failed close was told already */
-		pthread_mutex_unlock(&f->lock);
-		if (!give_up && !told) {
-			int err = wfile_commit(f); /* failures are logged */
-
-			if (err < 0 && w->writeback > 0) /* and told next */
-				wbstatus_failed(w->status, f->ctr.id, err);
-		}
-		pthread_mutex_lock(&w->lock);
-		f->closing = false;
-		if (f->refs > 0) { /* reopened: its last put decides */
-			pthread_mutex_unlock(&w->lock);
-			return;
-		}
-		if (f->opens == opens)
-			break;
-		/* reopened, maybe written, and dropped meanwhile: again */
-	}
-	writer_unlist_locked(w, f);
-	pthread_mutex_unlock(&w->lock);
-	writer_wfile_free(f);
 }

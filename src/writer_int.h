@@ -4,14 +4,21 @@
  * part of the writer's API (writer.h):
  *
  *   writer.c         files being written: their state, spool, metadata,
- *                    rename and unlink, the last reference
- *   writer_commit.c  a commit: the tar body, one PUT, group commit
- *   writer_wb.c      write-back: the flusher thread, its batches, retries
- *                    and rescue, settle, sync, status, drain
+ *                    rename and unlink
  *   writer_pending.c write-back entries without data: directories and
  *                    symlinks made, directories' attributes changed
+ *   writer_wb.c      write-back: the flusher thread, its batches, retries
+ *                    and rescue, settle, sync, status, drain; the last
+ *                    reference (wfile_put())
+ *   writer_commit.c  a commit: the tar body, one PUT, group commit
+ *   writer_tree.c    where pending entries sit in the tree: the directory
+ *                    a PUT goes to, links that climb, children first
+ *   writer_core.c    the table of files: list, index, lookups, stat,
+ *                    journal record, free
  *
- * struct writer and struct wfile are made and freed in writer.c.
+ * Each calls only those below it in this list. struct writer is made and
+ * freed in writer.c, a struct wfile made there (or in writer_pending.c)
+ * and freed in writer_core.c.
  */
 #ifndef CTRFS_WRITER_INT_H
 #define CTRFS_WRITER_INT_H
@@ -130,22 +137,32 @@ struct writer {
 	struct journal *journal; /* pending files outlive the daemon, or NULL */
 };
 
-/* writer.c. w->lock held: the wfile of path (not removed), or NULL. */
+/* writer_core.c. Whether path lies below dir (dlen bytes, 0 for "/"):
+ * anywhere (deep), or as an entry of dir itself. */
+bool writer_below(const char *path, const char *dir, size_t dlen, bool deep);
+/* writer_core.c. w->lock held: a reference to f; reopen takes it out of
+ * the write-back queue (it is being written again). */
+void writer_take_locked(struct wfile *f, bool reopen);
+/* writer_core.c. w->lock held: f's path is p (allocated) from now on; one
+ * taken off the list (a failed copy-in that a rename had found before)
+ * stays out. */
+void writer_repath_locked(struct writer *w, struct wfile *f, char *p);
+/* writer_core.c. w->lock held: the wfile of path (not removed), or NULL. */
 struct wfile *writer_find_locked(struct writer *w, const char *ctr_id,
 				 const char *path);
 /* writer.c. w->lock held: puts f on the list (and in the index). */
 void writer_list_locked(struct writer *w, struct wfile *f);
 /* writer.c. w->lock held: takes f off the list (if it is there). */
 void writer_unlist_locked(struct writer *w, struct wfile *f);
-/* writer.c. Frees a wfile nobody references any more, or never listed. */
+/* writer_core.c. Frees a wfile nobody references any more, or never listed. */
 void writer_wfile_free(struct wfile *f);
-/* writer.c. f->lock held: f's attributes as a stat reports them, its
+/* writer_core.c. f->lock held: f's attributes as a stat reports them, its
  * size that of its spool file. */
 void writer_stat_locked(struct wfile *f, struct stat *st);
-/* writer.c. f->lock held: writes f's journal entry (journal.h); 0 or
+/* writer_core.c. f->lock held: writes f's journal entry (journal.h); 0 or
  * -errno. */
 int writer_journal_locked(struct wfile *f);
-/* writer.c. w->lock held: referenced wfiles below dir (wfile_put() each,
+/* writer_core.c. w->lock held: referenced wfiles below dir (wfile_put() each,
  * free() the array). */
 struct wfile **writer_collect_locked(struct writer *w, const char *ctr_id,
 				     const char *dir, size_t dlen, bool deep,
@@ -164,14 +181,18 @@ void writer_commit_landed(struct wfile *f, long t0);
  * container's touch takes no fraction) with no GET. */
 void writer_keep_content(struct wfile *f);
 
-/* writer_pending.c. w->lock held: the directory of the container that a
+/* writer_tree.c. w->lock held: whether path is a pending directory not
+ * in the container yet (new: nothing but what is pending is in it). */
+bool writer_new_dir_locked(struct writer *w, const char *ctr_id,
+			   const char *path);
+/* writer_tree.c. w->lock held: the directory of the container that a
  * PUT of entries below dir goes to: dir, or the nearest directory above
  * it that is not a pending entry not made yet; into out (len bytes, may
  * be dir). */
 void writer_put_dir_locked(struct writer *w, const char *ctr_id,
 			   const char *dir, char *out, size_t len);
 
-/* writer_pending.c. w->lock held: a PUT at directory dir, begun at
+/* writer_tree.c. w->lock held: a PUT at directory dir, begun at
  * wall-clock second t0, landed path: the engine made each pending
  * directory between them that was not made yet (0755, its entry, still
  * to come, sets it). Each is in the container now, and its names are no
@@ -179,11 +200,11 @@ void writer_put_dir_locked(struct writer *w, const char *ctr_id,
  * listing empty but for what lands. */
 void writer_made_above_locked(struct writer *w, const char *ctr_id,
 			      const char *dir, const char *path, long t0);
-/* writer_pending.c. Moves dir (len bytes) up until no symlink entry
+/* writer_tree.c. Moves dir (len bytes) up until no symlink entry
  * among the n wfiles below it has a target that climbs above it (the
  * engine refuses those). */
 void writer_fit_links(struct wfile **fs, size_t n, char *dir, size_t len);
-/* writer_pending.c. Orders n wfiles as their entries go in a tar: every
+/* writer_tree.c. Orders n wfiles as their entries go in a tar: every
  * name after those below it (children first). */
 void writer_sort_children_first(struct wfile **fs, size_t n);
 /* writer_pending.c. A file or entry was made below dir (the path of a new

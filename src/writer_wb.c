@@ -3,7 +3,8 @@
  * the flusher, sends in batches (one PUT per container at the files'
  * common directory); failed ones are tried again with a growing delay,
  * then kept by the rescue; settle, sync, status and drain wait for it or
- * report on it. */
+ * report on it. The last reference to a file (wfile_put()) hands it to
+ * the queue or to a commit. */
 #include "writer.h"
 #include "writer_int.h"
 #include "ctr.h"
@@ -791,4 +792,64 @@ void writer_drain(struct writer *w)
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->flusher, NULL);
 	w->flusher_started = false;
+}
+
+/* The last reference to f decides: the write-back queue takes it while
+ * write-back holds it back; else a file with changes is committed now (or,
+ * after WB_ATTEMPTS failed tries, or one at unmount, rescued), and it
+ * leaves the table. Here, not in writer.c: the flusher drops its
+ * references with it, and it queues, commits and rescues. */
+void wfile_put(struct wfile *f)
+{
+	struct writer *w = f->w;
+	unsigned long opens;
+	bool give_up, told, draining;
+	int tries;
+
+	pthread_mutex_lock(&w->lock);
+	if (--f->refs > 0 || f->closing) {
+		/* still used; or revived and dropped while another thread
+		 * closes it: that thread looks again */
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	for (;;) {
+		if (writer_wb_queue_locked(w, f, f->dirty)) {
+			pthread_mutex_unlock(
+			    &w->lock); /* a lookup keeps the due */
+			return;
+		}
+		f->closing = true;
+		opens = f->opens;
+		draining = w->draining;
+		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&f->lock); /* its path may change else */
+		tries = atomic_load(&f->attempts);
+		/* unmount does not wait out the delays of an engine that is
+		 * gone: one try there */
+		give_up = f->dirty && !f->unlinked && !f->error &&
+			  (tries >= WB_ATTEMPTS || (draining && tries > 0));
+		if (give_up)
+			writer_wb_rescue_locked(f);
+		told = f->failed; /* a failed close was told already */
+		pthread_mutex_unlock(&f->lock);
+		if (!give_up && !told) {
+			int err = wfile_commit(f); /* failures are logged */
+
+			if (err < 0 && w->writeback > 0) /* and told next */
+				wbstatus_failed(w->status, f->ctr.id, err);
+		}
+		pthread_mutex_lock(&w->lock);
+		f->closing = false;
+		if (f->refs > 0) { /* reopened: its last put decides */
+			pthread_mutex_unlock(&w->lock);
+			return;
+		}
+		if (f->opens == opens)
+			break;
+		/* reopened, maybe written, and dropped meanwhile: again */
+	}
+	writer_unlist_locked(w, f);
+	pthread_mutex_unlock(&w->lock);
+	writer_wfile_free(f);
 }
