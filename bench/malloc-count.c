@@ -105,7 +105,7 @@ static void on_usr2(int sig)
 	errno = saved;
 }
 
-static void resolve(void)
+static void find_real_allocators(void)
 {
 	resolving = 1;
 	real_malloc = dlsym(RTLD_NEXT, "malloc");
@@ -127,7 +127,7 @@ __attribute__((constructor)) static void init(void)
 	pid_t v = getpid();
 
 	if (!real_malloc)
-		resolve();
+		find_real_allocators();
 	if (p && (n = strlen(p)) + 24 < sizeof(out_path)) {
 		memcpy(out_path, p, n);
 		out_path[n++] = '.';
@@ -156,7 +156,7 @@ void *malloc(size_t n)
 	if (!real_malloc) {
 		if (resolving)
 			return boot_alloc(n);
-		resolve();
+		find_real_allocators();
 	}
 	atomic_fetch_add_explicit(&n_malloc, 1, memory_order_relaxed);
 	return real_malloc(n);
@@ -167,7 +167,7 @@ void *calloc(size_t n, size_t m)
 	if (!real_calloc) {
 		if (resolving)
 			return boot_alloc(n * m);
-		resolve();
+		find_real_allocators();
 	}
 	atomic_fetch_add_explicit(&n_calloc, 1, memory_order_relaxed);
 	return real_calloc(n, m);
@@ -176,7 +176,7 @@ void *calloc(size_t n, size_t m)
 void *realloc(void *p, size_t n)
 {
 	if (!real_realloc)
-		resolve();
+		find_real_allocators();
 	atomic_fetch_add_explicit(&n_realloc, 1, memory_order_relaxed);
 	if (in_boot(p)) {
 		void *q = real_malloc(n);
@@ -193,7 +193,7 @@ void free(void *p)
 	if (!p || in_boot(p))
 		return;
 	if (!real_free)
-		resolve();
+		find_real_allocators();
 	atomic_fetch_add_explicit(&n_free, 1, memory_order_relaxed);
 	real_free(p);
 }
@@ -201,7 +201,7 @@ void free(void *p)
 int posix_memalign(void **out, size_t align, size_t n)
 {
 	if (!real_posix_memalign)
-		resolve();
+		find_real_allocators();
 	atomic_fetch_add_explicit(&n_aligned, 1, memory_order_relaxed);
 	return real_posix_memalign(out, align, n);
 }
@@ -209,7 +209,7 @@ int posix_memalign(void **out, size_t align, size_t n)
 void *aligned_alloc(size_t align, size_t n)
 {
 	if (!real_aligned_alloc)
-		resolve();
+		find_real_allocators();
 	atomic_fetch_add_explicit(&n_aligned, 1, memory_order_relaxed);
 	return real_aligned_alloc(align, n);
 }
@@ -217,7 +217,7 @@ void *aligned_alloc(size_t align, size_t n)
 void *memalign(size_t align, size_t n)
 {
 	if (!real_memalign)
-		resolve();
+		find_real_allocators();
 	atomic_fetch_add_explicit(&n_aligned, 1, memory_order_relaxed);
 	return real_memalign(align, n);
 }
