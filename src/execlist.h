@@ -35,14 +35,14 @@ int execlist_list(struct meta *m, struct ctr *c, const char *dir, double since,
 
 /*
  * Confirms what the cache holds below dir with one exec of find and stat
- * over its subtree (CONFIRM_*, confirm_worth() in meta.c). Each entry is judged
- * as a HEAD's answer is (revalidate() in meta.c): the same type, size and mtime
- * second, with the same owner known, confirms it; anything else replaces it,
- * owner included, and the content held for it goes with the old
- * attributes. Paths the cache does not hold are left out (a listing brings
- * them: their directory's mtime moved), and entries the exec does not show
- * stay stale: their next getattr asks, and a 404 drops them. A line that
- * does not parse (a name with a newline) is skipped the same way.
+ * over its subtree (CONFIRM_*, confirm_worth() in meta_walk.c). Each entry is
+ * judged as a HEAD's answer is (meta_revalidate() in meta_head.c): the same
+ * type, size and mtime second, with the same owner known, confirms it;
+ * anything else replaces it, owner included, and the content held for it
+ * goes with the old attributes. Paths the cache does not hold are left out (a
+ * listing brings them: their directory's mtime moved), and entries the exec
+ * does not show stay stale: their next getattr asks, and a 404 drops them. A
+ * line that does not parse (a name with a newline) is skipped the same way.
  */
 int execlist_confirm(struct meta *m, struct ctr *c, const char *dir);
 
