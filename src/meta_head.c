@@ -52,24 +52,16 @@ void meta_learn(struct meta *m, struct ctr *c, const char *path,
 }
 
 /* Learns the full header of path (owner, raw link target) from the first
- * tar entry of a GET, then aborts the transfer; a small file's content,
- * which comes with it, is kept. */
-int meta_probe(struct meta *m, struct ctr *c, const char *path)
+ * tar entry of s, a GET of it begun at engine second snapshot, then aborts
+ * the transfer (s freed); a small file's content, which comes with it, is
+ * kept. */
+static int probe_stream(struct meta *m, struct ctr *c, const char *path,
+			struct engine_stream *s, long snapshot)
 {
-	struct engine_stream *s;
 	struct tarstream *t;
 	struct tar_entry te;
-	long snapshot = engine_now(m->e);
-	char msg[512];
-	int ret;
+	int ret = tarstream_open(stream_source, s, &t);
 
-	ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
-	if (ret < 0) {
-		if (ret != -ENOENT && ret != -ELOOP) /* loop_link() goes on */
-			log_fail(c, "stat", path, msg);
-		return ret;
-	}
-	ret = tarstream_open(stream_source, s, &t);
 	if (ret < 0)
 		goto out_stream;
 	ret = tarstream_next(t, &te);
@@ -89,6 +81,21 @@ out_stream:
 	return ret;
 }
 
+int meta_probe(struct meta *m, struct ctr *c, const char *path)
+{
+	struct engine_stream *s;
+	long snapshot = engine_now(m->e);
+	char msg[512];
+	int ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
+
+	if (ret < 0) {
+		if (ret != -ENOENT && ret != -ELOOP) /* loop_link() goes on */
+			log_fail(c, "stat", path, msg);
+		return ret;
+	}
+	return probe_stream(m, c, path, s, snapshot);
+}
+
 /* A HEAD refused has no body to say why: a GET of the path does. The
  * reason that matters is a symlink loop (-ELOOP): the engine resolves a
  * link's target for the stat header of either call, and a link in a loop
@@ -102,12 +109,11 @@ static int head_refused(struct meta *m, struct ctr *c, const char *path)
 	struct cache_attr a;
 	char msg[512], parent[PATH_MAX];
 	double asked = now_mono();
+	long snapshot = engine_now(m->e);
 	int ret = engine_archive_get(m->e, c->id, path, &s, msg, sizeof(msg));
 
-	if (ret == 0) {
-		engine_stream_free(s); /* the GET works: its header answers */
-		return meta_probe(m, c, path);
-	}
+	if (ret == 0) /* the GET works: its first header answers */
+		return probe_stream(m, c, path, s, snapshot);
 	if (ret == -ENOENT || ret == -ELOOP)
 		return ret;
 	if (pathmap_parent(path, parent, sizeof(parent)) == 0 &&

@@ -67,6 +67,22 @@ def test_engine_500_on_archive_is_eio(mount, container, proxy):
     assert call_with_timeout(read_file, m.p(c, "/fine")) == b"fine\n"
 
 
+def test_a_head_refused_is_answered_by_one_get(mount, container, proxy):
+    """A HEAD refused (500, no body) while the GET of the same path works:
+    the GET's first tar header answers the stat, and the small file's
+    content that came with it serves the read, from that one GET (EIO
+    before; then one GET for the reason and a second for the header)."""
+    c = container()
+    c.sh(f"{PAST_FIRST_LOOK}; echo secret > /fail-me")
+    proxy.fail("HEAD", "fail-me", 500)
+    m = mount(engine=proxy)
+    assert call_with_timeout(os.stat, m.p(c, "/fail-me")).st_size == 7
+    assert call_with_timeout(read_file, m.p(c, "/fail-me")) == b"secret\n"
+    assert proxy.hits.get(("HEAD", "fail-me")), "no HEAD was refused: the test proves nothing"
+    gets = [r for r in proxy.seen if r.startswith("GET ") and "fail-me" in r]
+    assert len(gets) == 1, gets
+
+
 def test_engine_500_on_listing_then_recovery(mount, container, proxy):
     c = container()
     m = mount(engine=proxy)
