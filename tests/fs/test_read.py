@@ -482,6 +482,37 @@ def test_a_write_queued_behind_a_long_read_waits_for_it(mount, container):
     assert c.sh("cat /w/f0 /w/f1 /w/f2 | wc -c").strip() == b"3000"
 
 
+def test_a_paused_read_with_little_left_frees_the_container_early(mount, container):
+    """The engine serializes a container's archive calls and execs behind
+    an open GET, so a read that pauses holds up everyone else's `docker
+    exec` and `docker cp` on that container until the idle rule ends its
+    transfer. When the rest fits the 64 MiB drain, that happens half a
+    second after the last read, not at the 2 s idle close (which stays for
+    a transfer with more left: resuming that costs a new GET and a skip).
+    Then the rest reads from the spool, byte for byte."""
+    c = container()
+    # the first look at / stops before /dr: the read is a GET of its own
+    c.sh("head -c 9437184 /dev/zero > /0-first-look-stops-here; "
+         "dd if=/dev/urandom of=/dr bs=1M count=16 2>/dev/null")
+    want = c.cp_sha256("/dr")
+    m = mount("-d")
+    log = lambda: open(m.log, errors="replace").read()
+    with open(m.p(c, "/dr"), "rb", buffering=0) as f:
+        h = hashlib.sha256(call_with_timeout(f.read, MIB))
+        assert wait_for(lambda: "drained" in log(), timeout=30), "the paused transfer was not drained"
+        found = re.search(r"drained (\d+) bytes to the spool, ([\d.]+) s after its last read", log())
+        assert found and int(found[1]) > 0, log()[-2000:]
+        # the reaper looks every 0.25 s: drained by the early rule, not the 2 s one
+        assert float(found[2]) < 2.0, found[0]
+        while True:
+            b = call_with_timeout(f.read, MIB)
+            if not b:
+                break
+            h.update(b)
+    assert h.hexdigest() == want
+    assert "transfer idle, closed" not in log()
+
+
 def test_a_reader_that_pauses_is_not_a_stalled_engine(mount, container):
     """The stall timeout is about the engine: a reader that takes its time
     between reads (a pager, a slow pipe) leaves its GET paused, and the
