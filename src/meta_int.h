@@ -98,7 +98,7 @@ static inline ssize_t stream_source(void *ctx, const void **buf)
 
 static inline void fill_defaults(struct stat *st)
 {
-	st->st_blksize = CTRFS_BLKSIZE;
+	st->st_blksize = CTRFS_READ_BLKSIZE;
 	st->st_blocks = (st->st_size + 511) / 512;
 	/* a source gives neither (0): the mtime stands for them; ctrfs's
 	 * own changes set them */

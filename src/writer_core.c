@@ -247,7 +247,7 @@ void writer_stat_locked(struct wfile *f, struct stat *st)
 		st->st_atim = st->st_mtim;
 	if (!st->st_ctim.tv_sec && !st->st_ctim.tv_nsec)
 		st->st_ctim = st->st_mtim;
-	st->st_blksize = CTRFS_BLKSIZE;
+	st->st_blksize = CTRFS_WRITE_BLKSIZE;
 }
 
 void wfile_stat(struct wfile *f, struct stat *st)

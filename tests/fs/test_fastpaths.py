@@ -329,18 +329,26 @@ def test_negative_lookups_from_a_fresh_listing(mount, container):
 
 
 def test_cp_writes_in_mib_requests(mount, container, tmp_path):
-    """st_blksize is 1 MiB, so cp (which sizes its buffer by it) sends 1 MiB
-    writes: an eighth of the FUSE requests of its default 128 KiB."""
+    """A file being written says st_blksize 1 MiB, so cp (which sizes its
+    buffer by it) sends 1 MiB writes: an eighth of the FUSE requests of its
+    default 128 KiB, for a new file and for one it writes over. A file as
+    the container has it says 128 KiB, so cp reads it out in 128 KiB
+    pieces (1 GiB out: 2.68 s against 4.03 s with 1 MiB, docker cp 2.60 s,
+    Docker 26)."""
     c = container()
     src = tmp_path / "three"
     src.write_bytes(os.urandom(3 * 1024 * 1024 + 5))
+    c.sh("head -c 2097152 /dev/urandom > /tmp/old")
     m = mount("-d")
-    assert os.stat(m.p(c, "/etc")).st_blksize == 1024 * 1024
-    run_tool("cp", src, m.p(c, "/tmp/three"))
-    assert c.cp_sha256("/tmp/three") == sha256_file(str(src))
-    sizes = [int(n) for n in re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M)]
-    assert sizes and max(sizes) == 1024 * 1024, sizes
-    assert len(sizes) <= 4, f"{len(sizes)} write requests for 3 MiB"
+    assert os.stat(m.p(c, "/etc")).st_blksize == 128 * 1024
+    assert os.stat(m.p(c, "/tmp/old")).st_blksize == 128 * 1024
+    for dst in ("/tmp/three", "/tmp/old"):
+        before = len(re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M))
+        run_tool("cp", src, m.p(c, dst))
+        assert c.cp_sha256(dst) == sha256_file(str(src)), dst
+        sizes = [int(n) for n in re.findall(r"^write\[\d+\] (\d+) bytes", engine_log(m), re.M)][before:]
+        assert sizes and max(sizes) == 1024 * 1024, (dst, sizes)
+        assert len(sizes) <= 4, f"{dst}: {len(sizes)} write requests for 3 MiB"
 
 
 def resident_pages(fd, size):
