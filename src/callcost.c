@@ -40,8 +40,3 @@ off_t callcost_list_cap(const struct callcost *c)
 {
 	return (off_t)(c->est[CALL_EXEC] * CALLCOST_STREAM_RATE);
 }
-
-off_t callcost_probe_keep(const struct callcost *c)
-{
-	return (off_t)(c->est[CALL_GET] * CALLCOST_LOAD_RATE);
-}

@@ -6,8 +6,7 @@
  * 26 starts none) and an exec's whole run. The choices that trade one
  * kind of call or transfer for another (a walk past the TTL: one GET of a
  * directory or a HEAD per entry; a listing: stream past a big file or
- * list by exec; a probe: keep the content that follows the header or
- * not) ask this instead of constants tuned on one engine
+ * list by exec) ask this instead of constants tuned on one engine
  * (docs/performance-notes.md, "The fast-path rules measured on both
  * engines"). Pure and not locked: its
  * owner (struct engine) holds a lock around each call.
@@ -57,9 +56,5 @@ bool callcost_get_pays(const struct callcost *c, size_t stale, off_t bytes);
 /* The bytes of tar a listing may stream before it costs more than listing
  * by one exec. */
 off_t callcost_list_cap(const struct callcost *c);
-
-/* The largest file whose content a GET asked for its header keeps too:
- * what loading costs no more than another GET would. */
-off_t callcost_probe_keep(const struct callcost *c);
 
 #endif

@@ -283,16 +283,6 @@ off_t engine_list_cap(struct engine *e)
 	return e->podman && cap < PODMAN_LIST_CAP ? PODMAN_LIST_CAP : cap;
 }
 
-off_t engine_probe_keep(struct engine *e)
-{
-	off_t keep;
-
-	pthread_mutex_lock(&e->cost_lock);
-	keep = callcost_probe_keep(&e->cost);
-	pthread_mutex_unlock(&e->cost_lock);
-	return keep;
-}
-
 static void *pool_take(struct engine *e, struct pool *p)
 {
 	void *x = NULL;

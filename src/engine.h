@@ -115,11 +115,9 @@ const struct engine_quirks *engine_quirks(const struct engine *e);
 bool engine_get_pays(struct engine *e, size_t stale, off_t bytes, double *head,
 		     double *get);
 
-/* The tar a listing may stream before listing by exec costs less, and the
- * largest file whose content a probe's GET keeps, from the same estimates
- * (callcost.h). */
+/* The tar a listing may stream before listing by exec costs less, from the
+ * same estimates (callcost.h). */
 off_t engine_list_cap(struct engine *e);
-off_t engine_probe_keep(struct engine *e);
 
 /*
  * The engine serializes archive calls (and exec) per container: a call
