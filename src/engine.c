@@ -42,10 +42,6 @@
 #define PODMAN_HEAD_S 0.056
 #define PODMAN_GET_S  0.381
 #define PODMAN_EXEC_S 0.300
-/* Podman's listings stream past big files up to this as before the bound
- * became a cost: a link listed by exec there has no target to show (its
- * GET of a link gives the target's file) */
-#define PODMAN_LIST_CAP ((off_t)256 << 20)
 
 /* TCP keep-alive on remote engines: a path that dies without a reset (a
  * host gone, a NAT entry dropped) is found after about a minute instead of
@@ -280,7 +276,7 @@ off_t engine_list_cap(struct engine *e)
 	pthread_mutex_lock(&e->cost_lock);
 	cap = callcost_list_cap(&e->cost);
 	pthread_mutex_unlock(&e->cost_lock);
-	return e->podman && cap < PODMAN_LIST_CAP ? PODMAN_LIST_CAP : cap;
+	return cap;
 }
 
 static void *pool_take(struct engine *e, struct pool *p)

@@ -34,6 +34,10 @@
  * 0.735 s on Docker 26 and 0.110 s with the bound at 32 MiB
  * (docs/performance-notes.md). */
 #define LIST_BIG_FILE PREFETCH_MAX
+/* Where a GET of a link gives its target's file (Podman), a link listed by
+ * exec has no target to show: such listings stream on to this, the bound
+ * before it became a cost. */
+#define LIST_BIG_LINKLESS ((off_t)256 << 20)
 
 /* One directory of the tree being loaded, whose listing is being built. */
 struct frame {
@@ -416,6 +420,9 @@ int loader_tree(struct meta *m, struct ctr *c, const char *dir, off_t cap,
 	char msg[512];
 	int ret;
 
+	if (engine_quirks(m->e)->get_follows_links &&
+	    big_total < LIST_BIG_LINKLESS)
+		big_total = LIST_BIG_LINKLESS;
 	l.snapshot = engine_now(m->e);
 	ret = engine_archive_get(m->e, c->id, dir, &s, msg, sizeof(msg));
 	if (ret < 0) {

@@ -66,6 +66,12 @@ struct reader {
 
 static int drain(struct reader *r, off_t max);
 
+/* Whether the rest of r's file may go to the spool under max. */
+static bool drain_fits(const struct reader *r, off_t max)
+{
+	return r->drain_to && r->size - r->pos <= max;
+}
+
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct reader *registry;
 
@@ -441,8 +447,8 @@ static bool idle_transfer(struct reader *r, const void *arg)
 		return false;
 	quiet = now_mono() - r->last_used;
 	return quiet > r->idle_allow ||
-	       (quiet > DRAIN_SOON && !r->drain_tried && r->drain_to &&
-		r->size - r->pos <= DRAIN_IDLE);
+	       (quiet > DRAIN_SOON && !r->drain_tried &&
+		drain_fits(r, DRAIN_IDLE));
 }
 
 /* the container of an engine whose transfer a call needs ended */
@@ -493,6 +499,10 @@ void reader_reap(double idle)
 		bool late = now_mono() - r->last_used > r->idle_allow;
 
 		r->drain_tried = true;
+		log_dbg("'%s': no read for %.2f s: %s", r->path,
+			now_mono() - r->last_used,
+			late ? "idle"
+			     : "its rest fits the spool, drained early");
 		if (drain(r, DRAIN_IDLE) < 0 && r->t && late) {
 			log_dbg("'%s': transfer idle, closed at offset %lld",
 				r->path, (long long)r->pos);
@@ -580,7 +590,7 @@ static int drain(struct reader *r, off_t max)
 
 	bool was;
 
-	if (!r->drain_to || r->size - r->pos > max)
+	if (!drain_fits(r, max))
 		return -EFBIG;
 	fd = spool_file(r->drain_to);
 	if (fd < 0)
@@ -600,10 +610,8 @@ static int drain(struct reader *r, off_t max)
 	r->dbase = 0;
 	r->dfrom = from;
 	r->dend = r->pos;
-	log_dbg("'%s': drained %lld bytes to the spool, %.2f s after its "
-		"last read",
-		r->path, (long long)(r->dend - from),
-		now_mono() - r->last_used);
+	log_dbg("'%s': drained %lld bytes to the spool", r->path,
+		(long long)(r->dend - from));
 	return 0;
 }
 

@@ -986,6 +986,21 @@ def test_a_file_worth_more_than_an_exec_stops_a_listing(mount, container):
     assert read_file(m.p(c, "/b8/a")) == b"a\n"
 
 
+def test_a_link_beside_a_big_file_shows_its_target(mount, container):
+    """Whichever way the directory is listed, a symlink in it reads its
+    target: on Docker by a GET of the link after the exec listing, on
+    Podman (whose GET of a link gives the target's file, so an exec
+    listing would leave the link without one) by the listing streaming
+    on past the 80 MiB file, up to 256 MiB as before the bound became a
+    cost."""
+    c = container()
+    c.sh("mkdir /bl; truncate -s 80M /bl/big; echo z > /bl/zz; ln -s zz /bl/lnk")
+    m = mount()
+    assert sorted(os.listdir(m.p(c, "/bl"))) == ["big", "lnk", "zz"]
+    assert os.readlink(m.p(c, "/bl/lnk")) == "zz"
+    assert read_file(m.p(c, "/bl/lnk")) == b"z\n"
+
+
 def test_a_big_directory_without_find_is_streamed(mount, container):
     """Without `find` in the container the listing reads the whole tree, as
     before, and the next one does not try exec again."""
