@@ -387,6 +387,15 @@ static void reap(double idle)
 	pthread_mutex_unlock(&agents_lock);
 }
 
+void agent_touch_date(char *buf, size_t len, const struct timespec *t)
+{
+	if (t->tv_nsec)
+		snprintf(buf, len, "@%lld.%09ld", (long long)t->tv_sec,
+			 t->tv_nsec);
+	else
+		snprintf(buf, len, "@%lld", (long long)t->tv_sec);
+}
+
 bool agent_touch_whole(const struct engine *e, const char *ctr)
 {
 	struct agent *a;

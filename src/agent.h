@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct engine;
 
@@ -50,6 +51,10 @@ int agent_owner(struct engine *e, const char *ctr, const char *path, uid_t *uid,
  * fails first. Forgotten with the container's agent. */
 bool agent_touch_whole(const struct engine *e, const char *ctr);
 void agent_set_touch_whole(const struct engine *e, const char *ctr);
+
+/* t as `touch -d` takes it: "@SECONDS", with ".NANOSECONDS" when it has
+ * a fraction. */
+void agent_touch_date(char *buf, size_t len, const struct timespec *t);
 
 /* Closes the shells idle for idle seconds or more. */
 void agent_reap(double idle);

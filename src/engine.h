@@ -243,6 +243,12 @@ struct engine_raw;
 int engine_exec_attach(struct engine *e, const char *ctr,
 		       const char *const *argv, int ms, struct engine_raw **out,
 		       char *msg, size_t msglen);
+/* Runs argv in the container with the size bytes at the start of fd as
+ * its standard input, and waits for it: as engine_exec() (0 when it
+ * exited 0, else -errno, its stderr in msg and its status in *status). A
+ * tool that ends before it read them all is not fed the rest. */
+int engine_exec_in(struct engine *e, const char *ctr, const char *const *argv,
+		   int fd, off_t size, int *status, char *msg, size_t msglen);
 /* All of buf, or -errno (-ETIMEDOUT after ms without progress). */
 ssize_t engine_raw_send(struct engine_raw *r, const void *buf, size_t len,
 			int ms);

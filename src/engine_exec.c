@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Keeps the stderr frames of a multiplexed exec stream, bounded, and
  * gathers the stdout frames in place at the start of the stream (out, when
@@ -111,11 +112,33 @@ static int exec_create(struct engine *e, const char *ctr,
 	return 0;
 }
 
+/* The exit status of exec id, which ended: 0 and *status, or -EIO. */
+static int exec_status(struct engine *e, const char *id, int *status)
+{
+	struct json_object *root, *v;
+	struct engine_reply r;
+	char path[512];
+	int ret;
+
+	snprintf(path, sizeof(path), "/exec/%s/json", id);
+	ret = engine_request(e, "GET", path, &r);
+	root = (ret == 0 && r.status == 200 && r.body)
+		   ? json_tokener_parse(r.body)
+		   : NULL;
+	if (ret == 0)
+		engine_reply_free(&r);
+	ret =
+	    root && json_object_object_get_ex(root, "ExitCode", &v) ? 0 : -EIO;
+	if (ret == 0)
+		*status = json_object_get_int(v);
+	json_object_put(root);
+	return ret;
+}
+
 int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 		    int *status, char *msg, size_t msglen, char **out,
 		    size_t *outlen)
 {
-	struct json_object *root, *v;
 	struct engine_reply r;
 	char path[512], id[80];
 	double t0;
@@ -162,19 +185,8 @@ int engine_exec_out(struct engine *e, const char *ctr, const char *const *argv,
 	}
 	engine_reply_free(&r);
 
-	snprintf(path, sizeof(path), "/exec/%s/json", id);
-	ret = engine_request(e, "GET", path, &r);
-	root = (ret == 0 && r.status == 200 && r.body)
-		   ? json_tokener_parse(r.body)
-		   : NULL;
-	if (ret == 0)
-		engine_reply_free(&r);
-	if (!root || !json_object_object_get_ex(root, "ExitCode", &v)) {
-		json_object_put(root);
-		ret = -EIO;
-	} else {
-		*status = json_object_get_int(v);
-		json_object_put(root);
+	ret = exec_status(e, id, status);
+	if (ret == 0) {
 		ret = errmap_tool(*status, msg);
 		engine_cost_note(e, CALL_EXEC, now_mono() - t0);
 	}
@@ -227,12 +239,13 @@ static int raw_reply(struct engine_raw *r, int ms, char *msg, size_t msglen)
 	return engine_raw_unread(r, end, len - (size_t)(end - buf));
 }
 
-int engine_exec_attach(struct engine *e, const char *ctr,
-		       const char *const *argv, int ms, struct engine_raw **out,
-		       char *msg, size_t msglen)
+/* engine_exec_attach(), with the exec's id in id (idlen bytes). */
+static int attach(struct engine *e, const char *ctr, const char *const *argv,
+		  int ms, struct engine_raw **out, char *id, size_t idlen,
+		  char *msg, size_t msglen)
 {
 	static const char body[] = "{\"Detach\":false,\"Tty\":false}";
-	char id[80], req[2048], why[256];
+	char req[2048], why[256];
 	const char *host;
 	struct engine_raw *r;
 	int ret, n;
@@ -240,7 +253,7 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 	msg[0] = '\0';
 	*out = NULL;
 	engine_preempt(e, ctr);
-	ret = exec_create(e, ctr, argv, true, id, sizeof(id), msg, msglen);
+	ret = exec_create(e, ctr, argv, true, id, idlen, msg, msglen);
 	if (ret < 0)
 		return ret;
 	ret = engine_raw_connect(e, &r, why, sizeof(why));
@@ -272,4 +285,86 @@ int engine_exec_attach(struct engine *e, const char *ctr,
 	}
 	*out = r;
 	return 0;
+}
+
+int engine_exec_attach(struct engine *e, const char *ctr,
+		       const char *const *argv, int ms, struct engine_raw **out,
+		       char *msg, size_t msglen)
+{
+	char id[80];
+
+	return attach(e, ctr, argv, ms, out, id, sizeof(id), msg, msglen);
+}
+
+/* What engine_exec_in() keeps of the stream: its start, where the tool's
+ * stderr frames are (the command says little). */
+#define IN_KEEP	 8192
+#define IN_CHUNK (64 * 1024)
+
+int engine_exec_in(struct engine *e, const char *ctr, const char *const *argv,
+		   int fd, off_t size, int *status, char *msg, size_t msglen)
+{
+	int ms = (int)engine_timeout(e) * 1000;
+	char id[80], *buf = malloc(IN_CHUNK), *kept = malloc(IN_KEEP);
+	size_t keptlen = 0;
+	struct engine_raw *r = NULL;
+	off_t off = 0;
+	double t0 = now_mono();
+	int ret;
+
+	*status = 0;
+	if (!buf || !kept) {
+		free(buf);
+		free(kept);
+		return -ENOMEM;
+	}
+	ret = attach(e, ctr, argv, ms, &r, id, sizeof(id), msg, msglen);
+	/* all of fd, in one buffer reused; a tool that ended early (it
+	 * failed) stops reading it: its status says why */
+	while (ret == 0 && off < size) {
+		size_t want =
+		    size - off < IN_CHUNK ? (size_t)(size - off) : IN_CHUNK;
+		ssize_t n = pread(fd, buf, want, off);
+
+		if (n <= 0) {
+			snprintf(msg, msglen, "spool: %s",
+				 n < 0 ? strerror(errno) : "short read");
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		if (engine_raw_send(r, buf, (size_t)n, ms) < 0)
+			break;
+		off += n;
+	}
+	/* to the end of the stream: the tool has ended then */
+	while (ret == 0) {
+		ssize_t n = engine_raw_recv(r, buf, IN_CHUNK, ms);
+		size_t k;
+
+		if (n <= 0) {
+			if (n < 0) {
+				snprintf(msg, msglen, "exec: %s",
+					 strerror((int)-n));
+				ret = (int)n;
+			}
+			break;
+		}
+		k = IN_KEEP - keptlen < (size_t)n ? IN_KEEP - keptlen
+						  : (size_t)n;
+		memcpy(kept + keptlen, buf, k);
+		keptlen += k;
+	}
+	engine_raw_free(r);
+	if (ret == 0) {
+		msg[0] = '\0';
+		demux(kept, keptlen, msg, msglen, NULL, NULL);
+		ret = exec_status(e, id, status);
+	}
+	if (ret == 0) {
+		ret = errmap_tool(*status, msg);
+		engine_cost_note(e, CALL_EXEC, now_mono() - t0);
+	}
+	free(buf);
+	free(kept);
+	return ret;
 }

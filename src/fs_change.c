@@ -40,28 +40,13 @@ static struct wfile *open_wfile(struct fs *fs, struct ctr *c, const char *inner,
 	return writer_find(SITE(c)->writer, c->id, inner);
 }
 
-/* The other names of files that a change touches (hard links) that the
- * cache knows: the kernel keeps attributes per name (a node per path), so
- * a change through one name must drop them at the others, whose entries
- * the cache has changed with it (docs/design.md, "One record for all
- * names of a file"). */
-#define NAMES_MAX 8
-struct names {
-	size_t n;
-	char path[NAMES_MAX][PATH_MAX];
-};
-
-/* Adds the other names of inner's file to nm. */
-static void names_of(struct fs *fs, struct ctr *c, const char *inner,
-		     struct names *nm)
+void names_of(struct fs *fs, struct ctr *c, const char *inner, struct names *nm)
 {
 	nm->n += cache_names_of(SITE(c)->cache, c->id, inner, nm->path + nm->n,
 				NAMES_MAX - nm->n);
 }
 
-/* The change is made: the kernel asks for the names' attributes again
- * (by their mount paths: below the engine's directory with several). */
-static void names_changed(struct ctr *c, const struct names *nm)
+void names_changed(struct ctr *c, const struct names *nm)
 {
 	char mp[PATH_MAX + 512];
 
@@ -733,15 +718,6 @@ int ctrfs_chown(const char *path, uid_t uid, gid_t gid,
 
 /* "@SECS" or "@SECS.NNNNNNNNN" for `touch -d` (GNU's takes the fraction,
  * busybox's refuses it as an invalid date) */
-static void touch_date(char *buf, size_t len, const struct timespec *t)
-{
-	if (t->tv_nsec)
-		snprintf(buf, len, "@%lld.%09ld", (long long)t->tv_sec,
-			 t->tv_nsec);
-	else
-		snprintf(buf, len, "@%lld", (long long)t->tv_sec);
-}
-
 /* `touch -c -h [-a|-m] -d DATE -- P`: which is "-a", "-m" or NULL (both).
  * -EINVAL: the tool took no fraction. */
 static int touch_tool(struct fs *fs, struct ctr *c, const char *inner,
@@ -754,7 +730,7 @@ static int touch_tool(struct fs *fs, struct ctr *c, const char *inner,
 	/* its touch refused a fraction before: it would again */
 	if (t->tv_nsec && agent_touch_whole(SITE(c)->e, c->id))
 		return -EINVAL;
-	touch_date(when, sizeof(when), t);
+	agent_touch_date(when, sizeof(when), t);
 	argv[i++] = "touch";
 	argv[i++] = "-c";
 	argv[i++] = "-h";

@@ -347,6 +347,21 @@ int ctrfs_write(const char *path, const char *buf, size_t size, off_t off,
 	return (int)n;
 }
 
+/* A file written through its other names: the kernel asks for theirs
+ * again (it keeps attributes per name). */
+static void others_changed(struct fs *fs, const char *path)
+{
+	struct names nm = {0};
+	const char *inner;
+	struct ctr *c;
+
+	if (resolve(fs, path, &c, &inner) < 0 || !c)
+		return;
+	names_of(fs, c, inner, &nm);
+	names_changed(c, &nm);
+	ctr_put(SITE(c)->ctrs, c);
+}
+
 int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_get();
@@ -368,7 +383,10 @@ int ctrfs_flush(const char *path, struct fuse_file_info *fi)
 			err = wfile_error(w);
 		return err < 0 ? err : wfile_take_failure(w, false);
 	}
-	return wfile_commit(w);
+	err = wfile_commit(w);
+	if (err == 0 && wfile_has_names(w))
+		others_changed(fs, path);
+	return err;
 }
 
 int ctrfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)

@@ -16,6 +16,7 @@
 
 #include "fs.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -173,6 +174,23 @@ void parent_sgid(struct fs *fs, struct ctr *c, const char *inner,
  * fails; else NULL until then. */
 struct wfile *handle_wfile(struct handle *h, const char *path, bool open,
 			   int *err);
+
+/* fs_change.c. The other names of files that a change touches (hard
+ * links) that the cache knows: the kernel keeps attributes per name (a
+ * node per path), so a change through one name must drop them at the
+ * others, whose entries the cache has changed with it (docs/design.md,
+ * "One record for all names of a file"). */
+#define NAMES_MAX 8
+struct names {
+	size_t n;
+	char path[NAMES_MAX][PATH_MAX];
+};
+/* Adds the other names of inner's file to nm. */
+void names_of(struct fs *fs, struct ctr *c, const char *inner,
+	      struct names *nm);
+/* The change is made: the kernel asks for the names' attributes again
+ * (by their mount paths: below the engine's directory with several). */
+void names_changed(struct ctr *c, const struct names *nm);
 
 /* The callbacks of fs.c's operations table, by the file they are in. */
 /* fs_dir.c: directories being listed */

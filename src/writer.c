@@ -127,10 +127,14 @@ int writer_open(struct writer *w, const struct ctr *c, const char *path,
 	}
 	f->st = existing ? *existing : *create;
 	f->links = f->st.st_nlink;
-	f->st.st_nlink = 1;
-	/* a number of its own when the file it replaces had other names:
-	 * the PUT puts a new file under this one */
-	if (!f->st.st_ino || f->links > 1)
+	f->open_uid = f->st.st_uid;
+	f->open_gid = f->st.st_gid;
+	/* a file with other names keeps its number and count: it is written
+	 * through them (writer_through.c; where it cannot be, its commit
+	 * gives it a number of its own) */
+	if (f->links <= 1)
+		f->st.st_nlink = 1;
+	if (!f->st.st_ino)
 		f->st.st_ino = cache_new_ino();
 	f->in_container = existing != NULL;
 	f->dirty = !existing || (flags & O_TRUNC);

@@ -105,6 +105,9 @@ struct wfile *wfile_get(struct wfile *f);
 ssize_t wfile_write(struct wfile *f, const char *buf, size_t size, off_t off);
 ssize_t wfile_read(struct wfile *f, char *buf, size_t size, off_t off);
 void wfile_stat(struct wfile *f, struct stat *st);
+/* Whether f's file has other names in the container (hard links), which
+ * its commit writes through. */
+bool wfile_has_names(struct wfile *f);
 
 /* Sends the file to the container when it changed since the last commit;
  * 0 when it is there, else -errno. */

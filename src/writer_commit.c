@@ -5,6 +5,7 @@
  * entry without data. */
 #include "writer.h"
 #include "writer_int.h"
+#include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "journal.h"
@@ -263,24 +264,33 @@ void writer_commit_landed(struct wfile *f, long t0)
 	journal_drop(f->w->journal, f->jent);
 	atomic_store(&f->attempts, 0);
 	atomic_store(&f->last_err, 0);
-	if (f->links > 1) {
-		/* the archive API writes a file by putting a new one in its
-		 * place: it cannot write through to the other names */
+	if (f->links > 1 && !f->through) {
+		/* no tools there to write through the other names with: a
+		 * PUT puts a new file in this one's place */
 		log_warn("'%s' in container '%s' had %lu hard links: the new "
 			 "content is a new file under this name; the other "
-			 "names keep the old content",
+			 "names keep the old content (the container's tools "
+			 "could not write through them)",
 			 f->path, f->ctr.name, (unsigned long)f->links);
 		f->links = 1;
+		f->st.st_nlink = 1;
+		f->st.st_ino = cache_new_ino();
 	}
-	/* a new file in the container: its ctime is now (meta_committed()
-	 * says the same) */
+	/* a new file in the container, or a change of this one: its ctime
+	 * is now (meta_committed() says the same) */
 	engine_clock(f->w->e, &f->st.st_ctim);
 	writer_stat_locked(f, &st);
 	log_dbg("landed '%s' in container '%s' (mode %o, owner %d:%d)", f->path,
 		f->ctr.name, (unsigned)(st.st_mode & 07777), (int)st.st_uid,
 		(int)st.st_gid);
 	/* before a rename or unlink waiting for f can change what it says */
-	if (f->fd >= 0) {
+	if (f->through) {
+		/* the same file, all of its names: one record for them */
+		f->through = false;
+		meta_update(f->w->m, &f->ctr, f->path, &st);
+		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
+				f->xattrs_len);
+	} else if (f->fd >= 0) {
 		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
 				f->xattrs_len);
@@ -341,7 +351,11 @@ int wfile_commit(struct wfile *f)
 	pthread_mutex_unlock(&f->w->lock);
 	writer_fit_links(&f, 1, parent, sizeof(parent));
 	me.name = f->path + (strcmp(parent, "/") == 0 ? 1 : strlen(parent) + 1);
-	ret = commit_grouped(f->w, &me);
+	ret = -EOPNOTSUPP;
+	if (f->links > 1 && f->in_container)
+		ret = writer_commit_through(f);
+	if (ret == -EOPNOTSUPP)
+		ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;
 	if (ret == 0) {
 		pthread_mutex_lock(&f->w->lock);

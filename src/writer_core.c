@@ -257,6 +257,16 @@ void wfile_stat(struct wfile *f, struct stat *st)
 	pthread_mutex_unlock(&f->lock);
 }
 
+bool wfile_has_names(struct wfile *f)
+{
+	bool has;
+
+	pthread_mutex_lock(&f->lock);
+	has = f->links > 1;
+	pthread_mutex_unlock(&f->lock);
+	return has;
+}
+
 /*
  * w->lock held: references to the wfiles of container ctr_id (NULL: of
  * every container) below dir

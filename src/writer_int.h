@@ -11,6 +11,7 @@
  *                    and rescue, settle, sync, status, drain; the last
  *                    reference (wfile_put())
  *   writer_commit.c  a commit: the tar body, one PUT, group commit
+ *   writer_through.c a file with hard links written through its names
  *   writer_tree.c    where pending entries sit in the tree: the directory
  *                    a PUT goes to, links that climb, children first
  *   writer_core.c    the table of files: list, index, lookups, stat,
@@ -76,6 +77,9 @@ struct wfile {
 	bool in_mem;	     /* fd is in the memory spool */
 	bool stay_in_mem;    /* moving it to disk failed: it stays */
 	nlink_t links;	     /* names the container's file had at the open */
+	uid_t open_uid;	     /* its owner then: a write through its names */
+	gid_t open_gid;	     /* sets the owner only when it changed */
+	bool through;	     /* just written through its names (f->lock) */
 	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
 	struct jentry *jent; /* write-back: its journal entry, or NULL */
 	bool jkeep; /* the journal holds the only copy of its data: keep it */
@@ -174,6 +178,12 @@ int writer_commit_put_batch(struct writer *w, struct item *items);
 /* writer_commit.c. f (locked) is in the container now, by a change that
  * began at wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0);
+
+/* writer_through.c. f (locked, in the container with other names) is
+ * written through them by the container's own tools: 0 (f->through set),
+ * -EOPNOTSUPP when it has none (no shell, no `head -c`: a PUT instead),
+ * or -errno, logged. */
+int writer_commit_through(struct wfile *f);
 
 /* writer_commit.c. f (locked) just landed as its spool holds it: in the
  * default mode a small file's content is copied aside into the cache, for

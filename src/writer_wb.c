@@ -215,6 +215,39 @@ static size_t lock_live(struct wfile **fs, size_t n)
 	return k;
 }
 
+/* The files of a batch (locked) that have other names in the container
+ * are written through them first, each alone (writer_through.c), and
+ * leave the batch: moved past its end, the rest first; their number
+ * returned. One whose container has no tools for it stays, for the PUT. */
+static size_t through_first(struct writer *w, struct wfile **fs, size_t n,
+			    long t0)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct wfile *f = fs[i];
+		int ret = -EOPNOTSUPP;
+
+		if (f->fd >= 0 && f->links > 1 && f->in_container &&
+		    !(w->draining && w->drain_gone))
+			ret = writer_commit_through(f);
+		if (ret == -EOPNOTSUPP) {
+			fs[i] = fs[k];
+			fs[k++] = f;
+			continue;
+		}
+		if (ret == 0) {
+			writer_commit_landed(f, t0);
+			continue;
+		}
+		atomic_fetch_add(&f->attempts, 1);
+		atomic_store(&f->last_err, ret);
+		pthread_mutex_unlock(&f->lock);
+		wbstatus_failed(w->status, f->ctr.id, ret);
+	}
+	return k;
+}
+
 static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 			bool draining)
 {
@@ -227,6 +260,7 @@ static void flush_batch(struct writer *w, struct wfile **fs, size_t n,
 	if (!items)
 		return;
 	n = lock_live(fs, n);
+	n = through_first(w, fs, n, t0);
 	if (n == 0) {
 		free(items);
 		return;

@@ -240,16 +240,91 @@ def test_touch_of_an_existing_file_moves_no_content(mount, container):
     assert c.exec("stat", "-c", "%i %h %Y", "/tmp/big", "/tmp/big2").split() == \
         [inode.strip(), b"2", b"1700000100"] * 2
     assert int(call_with_timeout(os.stat, m.p(c, "/tmp/big2")).st_mtime) == 1700000100
-    # a write is a new file under the name (the archive API has no
-    # other way): the other name keeps the old content, and the log says so
+    # a write goes through both names (the container's head, not a PUT)
     m.listdir(m.p(c, "/tmp"))
     with open(m.p(c, "/tmp/big"), "ab") as f:
         f.write(b"tail\n")
-    assert c.exec("tail", "-c", "6", "/tmp/big") == b"xtail\n"
-    assert c.stat("/tmp/big")["size"] == (3 << 20) + 5
-    assert c.stat("/tmp/big2")["size"] == 3 << 20
+    assert c.exec("tail", "-c", "6", "/tmp/big2") == b"xtail\n"
+    assert c.exec("stat", "-c", "%i %h %s", "/tmp/big", "/tmp/big2").split() == \
+        [inode.strip(), b"2", str((3 << 20) + 5).encode()] * 2
     log = open(m.log, errors="replace").read()
-    assert "'/tmp/big' in container " in log and " had 2 hard links: " in log
+    assert " had 2 hard links: " not in log
+
+
+def test_a_write_to_a_hard_linked_file_goes_through_every_name(mount, container, tmp_path):
+    """A PUT puts a new file under the name it writes, so a write through
+    one name of a hard-linked file used to leave the others with the old
+    content (and the written name with a file of its own). The commit
+    writes the spool through the container's own `head` instead: one file,
+    its number and its link count kept, every name showing the new bytes,
+    through the mount at once (the kernel's attributes of the other name
+    dropped) and in the container, its mode (setuid, written by root) kept;
+    a cp over it (O_TRUNC) too."""
+    c = container()
+    c.sh("printf 'old old old\\n' > /tmp/a; ln /tmp/a /tmp/b; mkdir /tmp/d; "
+         "ln /tmp/a /tmp/d/c; chmod 4755 /tmp/a")
+    ino = c.exec("stat", "-c", "%i", "/tmp/a").strip()
+    m = mount("-d")
+    warm(m, c, "/tmp/a", "/tmp/b", "/tmp/d/c")
+    assert call_with_timeout(os.stat, m.p(c, "/tmp/b")).st_nlink == 3
+    with open(m.p(c, "/tmp/a"), "r+b") as f:
+        f.write(b"new")
+    assert call_with_timeout(read_file, m.p(c, "/tmp/b")) == b"new old old\n"
+    assert c.exec("cat", "/tmp/b", "/tmp/d/c") == b"new old old\n" * 2
+    assert c.exec("stat", "-c", "%i %h %a", "/tmp/a", "/tmp/b", "/tmp/d/c").split() == \
+        [ino, b"3", b"4755"] * 3
+    st = [call_with_timeout(os.stat, m.p(c, p)) for p in ("/tmp/a", "/tmp/b", "/tmp/d/c")]
+    assert len({s.st_ino for s in st}) == 1 and {s.st_nlink for s in st} == {3}
+    assert not disagreements(m, c, "/tmp/a", "/tmp/b", "/tmp/d/c")
+    # a cp over one name (O_TRUNC): the same file, shorter
+    src = tmp_path / "short"
+    src.write_bytes(b"short\n")
+    run_tool("cp", src, m.p(c, "/tmp/d/c"))
+    assert c.exec("cat", "/tmp/a") == b"short\n"
+    assert c.exec("stat", "-c", "%i %h", "/tmp/a").split() == [ino, b"3"]
+    assert call_with_timeout(read_file, m.p(c, "/tmp/a")) == b"short\n"
+    assert not disagreements(m, c, "/tmp/a", "/tmp/b", "/tmp/d/c")
+    log = open(m.log, errors="replace").read()
+    assert " hard links: " not in log
+    assert not re.search(r"engine: PUT [0-9a-f]+:/tmp", log)
+
+
+def test_a_hard_linked_file_the_containers_user_may_not_write_is_put(mount, container):
+    """The container's tools run as its user, the archive API as root: a
+    hard-linked file that user may not write still takes the write, by a
+    PUT (a new file under the name, as where no shell runs), and the log
+    says why."""
+    c = container(args=("--user", "65534"))
+    c.engine.docker("exec", "--user", "0", c.name, "sh", "-c",
+                    "printf 'root only\\n' > /tmp/r; ln /tmp/r /tmp/r2; chmod 644 /tmp/r")
+    m = mount("-d")
+    with open(m.p(c, "/tmp/r"), "ab") as f:
+        f.write(b"more\n")
+    assert c.cp_out("/tmp/r") == b"root only\nmore\n"
+    assert c.cp_out("/tmp/r2") == b"root only\n"
+    log = open(m.log, errors="replace").read()
+    assert "cannot be written through its hard links there: " in log
+    assert "'/tmp/r' in container " in log and " had 2 hard links: " in log
+
+
+@podman_limit("its archive API reports every owner as 0:0: a write over an existing file "
+              "of a shell-less container is EOPNOTSUPP there")
+def test_a_hard_linked_file_without_a_shell_is_put_and_says_so(mount, container):
+    """Where the container has no shell to write through the names with (a
+    shell-less image), the write still lands, by a PUT: a new file under
+    the written name, the other keeping the old content, and one log line
+    says so."""
+    c = container("static")
+    m = mount("-d")
+    os.link(m.p(c, "/data/hello.txt"), m.p(c, "/data/hello2"))
+    assert call_with_timeout(os.stat, m.p(c, "/data/hello2")).st_nlink == 2
+    with open(m.p(c, "/data/hello.txt"), "ab") as f:
+        f.write(b"more\n")
+    assert c.cp_out("/data/hello.txt") == b"hello from a shell-less container\nmore\n"
+    assert c.cp_out("/data/hello2") == b"hello from a shell-less container\n"
+    assert call_with_timeout(os.stat, m.p(c, "/data/hello.txt")).st_nlink == 1
+    log = open(m.log, errors="replace").read()
+    assert "'/data/hello.txt' in container " in log and " had 2 hard links: " in log
 
 
 def test_a_file_removed_between_open_and_first_write(mount, container):

@@ -467,3 +467,26 @@ def test_cp_a_hard_link_into_a_pending_directory(mount, container, tmp_path):
     ino = c.sh("stat -c %i /hl/t/d/a /hl/t/d/b").split()
     assert len(ino) == 2 and ino[0] == ino[1], ino
     assert c.exec("cat", "/hl/t/d/b") == b"hello\n"
+
+
+def test_a_hard_linked_file_is_written_through_its_names_at_the_sync(mount, container):
+    """Write-back takes a file that has other names out of its batch PUT
+    (which would put a new file under the one name) and writes it through
+    the container's `head`: after `sync DIR` both names hold the new
+    bytes, as one file with its number and link count, and nothing is
+    pending or failed."""
+    c = container()
+    c.sh("mkdir /h; printf 'before\\n' > /h/a; ln /h/a /h/b")
+    ino = c.exec("stat", "-c", "%i", "/h/a").strip()
+    m = mount("-d", "-o", "writeback=30")
+    with open(m.p(c, "/h/a"), "wb") as f:
+        f.write(b"after, and longer\n")
+    with open(m.p(c, "/h/new"), "wb") as f:  # rides in a batch beside it
+        f.write(b"new\n")
+    assert c.exec("cat", "/h/b") == b"before\n", "landed before the sync: the test proves nothing"
+    assert fsync_path(m.p(c, "/h")) is None
+    assert c.exec("cat", "/h/b", "/h/new") == b"after, and longer\nnew\n"
+    assert c.exec("stat", "-c", "%i %h", "/h/a", "/h/b").split() == [ino, b"2"] * 2
+    assert status(m) == (0, [])
+    log = open(m.log, errors="replace").read()
+    assert "through its 2 names" in log and " hard links: " not in log
