@@ -291,6 +291,8 @@ void writer_commit_landed(struct wfile *f, long t0)
 		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
 				f->xattrs_len);
 	} else if (f->fd >= 0) {
+		if (!was_there)
+			writer_note_made(f);
 		meta_committed(f->w->m, &f->ctr, f->path, &st, t0);
 		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
 				f->xattrs_len);
@@ -352,6 +354,7 @@ int wfile_commit(struct wfile *f)
 	writer_fit_links(&f, 1, parent, sizeof(parent));
 	me.name = f->path + (strcmp(parent, "/") == 0 ? 1 : strlen(parent) + 1);
 	ret = -EOPNOTSUPP;
+	writer_count_names(f);
 	if (f->links > 1 && f->in_container)
 		ret = writer_commit_through(f);
 	if (ret == -EOPNOTSUPP)

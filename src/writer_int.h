@@ -98,6 +98,9 @@ struct wfile {
 #define WB_ALONE     2 /* failures after which a file is sent alone */
 #define WB_RETRY_MAX 30.0
 
+/* New files remembered as having one name (struct writer's made). */
+#define WRITER_MADE 64
+
 /* One file of a group commit. */
 struct item {
 	struct wfile *f;
@@ -139,6 +142,13 @@ struct writer {
 	struct wbstatus
 	    *status; /* write-back failures, for fsync and --status */
 	struct journal *journal; /* pending files outlive the daemon, or NULL */
+	/* the files made here lately (a new file's first commit): one name
+	 * each, which no `stat` need count (writer_through.c; under lock) */
+	struct made {
+		size_t hash;
+		double at;
+	} made[WRITER_MADE];
+	unsigned made_next;
 };
 
 /* writer_core.c. Whether path lies below dir (dlen bytes, 0 for "/"):
@@ -184,6 +194,13 @@ void writer_commit_landed(struct wfile *f, long t0);
  * -EOPNOTSUPP when it has none (no shell, no `head -c`: a PUT instead),
  * or -errno, logged. */
 int writer_commit_through(struct wfile *f);
+/* writer_through.c. f (locked, in the container, one name as far as the
+ * mount knows: a listing counts only the names within it) gets the link
+ * count the container's `stat` says, where its shell runs (one line). */
+void writer_count_names(struct wfile *f);
+/* writer_through.c. f (locked), a new file, has just landed: for a moment
+ * its one name needs no counting. */
+void writer_note_made(struct wfile *f);
 
 /* writer_commit.c. f (locked) just landed as its spool holds it: in the
  * default mode a small file's content is copied aside into the cache, for

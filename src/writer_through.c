@@ -11,6 +11,8 @@
 #include "log.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -19,13 +21,16 @@
  * mtime (and atime) as touch -d takes it, $6 an atime of its own or "".
  * `head -c` is tried first: a head without it fails before the file is
  * truncated (97, then the caller PUTs); so does a file the container's
- * user may not write, its input read all the same (Podman's attach fails
- * a process that ends before its input is read, with words of its own).
+ * user may not write (96, said by the status: Podman's attach may put
+ * words of its own in the place of the tool's), its input read all the
+ * same (Podman's attach fails a process that ends before it is read).
+ * `true`, not `:`: a shell exits at a special built-in's failed
+ * redirection.
  * chown before chmod: chown clears setuid and setgid. A touch that takes
  * no fraction sets the times to the second (98). */
 static const char script[] =
     "head -c 0 </dev/null >/dev/null 2>&1 || exit 97\n"
-    ": >>\"$1\" || { s=$?; head -c \"$2\" >/dev/null; exit $s; }\n"
+    "true 2>/dev/null >>\"$1\" || { head -c \"$2\" >/dev/null; exit 96; }\n"
     "head -c \"$2\" >\"$1\" || exit\n"
     "[ -z \"$3\" ] || chown \"$3\" \"$1\" </dev/null || exit\n"
     "chmod \"$4\" \"$1\" </dev/null || exit\n"
@@ -36,8 +41,64 @@ static const char script[] =
     "[ -z \"$6\" ] || t -a \"$6\" \"$1\" || exit\n"
     "exit $r\n";
 
+/* seconds a file made here counts as having one name */
+#define MADE_FOR 1.0
+
+#define THROUGH_DENIED	96
 #define THROUGH_NO_HEAD 97
 #define THROUGH_SECONDS 98
+
+void writer_note_made(struct wfile *f)
+{
+	struct writer *w = f->w;
+
+	pthread_mutex_lock(&w->lock);
+	w->made[w->made_next % WRITER_MADE] =
+	    (struct made){.hash = f->hash, .at = now_mono()};
+	w->made_next++;
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Whether f's path is a file made here within the last second (a link to
+ * it made inside since is as stale as any attribute the TTL allows), as
+ * rsync's times, set by a copy right after its file landed. */
+static bool made_lately(struct wfile *f)
+{
+	struct writer *w = f->w;
+	double now = now_mono();
+	bool found = false;
+
+	pthread_mutex_lock(&w->lock);
+	for (size_t i = 0; i < WRITER_MADE && !found; i++)
+		found = w->made[i].hash == f->hash && w->made[i].at > 0 &&
+			now - w->made[i].at < MADE_FOR;
+	pthread_mutex_unlock(&w->lock);
+	return found;
+}
+
+void writer_count_names(struct wfile *f)
+{
+	const char *argv[] = {"stat", "-c", "%h", "--", f->path, NULL};
+	unsigned long n;
+	char out[128];
+	int status = 0;
+
+	if (!f->in_container || f->links > 1 || f->fd < 0 ||
+	    !S_ISREG(f->st.st_mode) || made_lately(f))
+		return;
+	/* no shell (1): nothing could write through the names anyway */
+	if (agent_run_out(f->w->e, f->ctr.id, argv, &status, out,
+			  sizeof(out)) != 0 ||
+	    sscanf(out, "%lu", &n) != 1)
+		return;
+	log_dbg("'%s' in container '%s': %lu name(s) there, counted by its "
+		"stat",
+		f->path, f->ctr.name, n);
+	if (n < 2)
+		return;
+	f->links = (nlink_t)n;
+	f->st.st_nlink = (nlink_t)n;
+}
 
 int writer_commit_through(struct wfile *f)
 {
@@ -86,14 +147,16 @@ int writer_commit_through(struct wfile *f)
 	}
 	/* no tools there, or the container's user may not write it (the
 	 * archive API is root's): a PUT, as before */
-	if (status == THROUGH_NO_HEAD || ret == -EOPNOTSUPP || ret == -EACCES ||
-	    ret == -EPERM) {
+	if (status == THROUGH_NO_HEAD || status == THROUGH_DENIED ||
+	    ret == -EOPNOTSUPP || ret == -EACCES || ret == -EPERM) {
 		log_info("'%s' in container '%s' cannot be written through its "
 			 "hard links there: %s",
 			 f->path, f->ctr.name,
 			 status == THROUGH_NO_HEAD ? "its head takes no -c"
-			 : *msg			   ? msg
-						   : strerror(-ret));
+			 : status == THROUGH_DENIED
+			     ? "its user may not write it"
+			 : *msg ? msg
+				: strerror(-ret));
 		return -EOPNOTSUPP;
 	}
 	if (ret < 0) {

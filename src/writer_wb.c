@@ -228,6 +228,8 @@ static size_t through_first(struct writer *w, struct wfile **fs, size_t n,
 		struct wfile *f = fs[i];
 		int ret = -EOPNOTSUPP;
 
+		if (!(w->draining && w->drain_gone))
+			writer_count_names(f);
 		if (f->fd >= 0 && f->links > 1 && f->in_container &&
 		    !(w->draining && w->drain_gone))
 			ret = writer_commit_through(f);

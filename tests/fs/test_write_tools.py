@@ -289,6 +289,32 @@ def test_a_write_to_a_hard_linked_file_goes_through_every_name(mount, container,
     assert not re.search(r"engine: PUT [0-9a-f]+:/tmp", log)
 
 
+def test_a_hard_link_the_mount_has_not_seen_is_written_through_too(mount, container):
+    """A listing counts only the names within it: a file whose other name
+    lives in another directory shows one link. Its commit asks the
+    container's `stat` for the count (one line to the kept shell), so the
+    write still goes through both names; a file the mount has just made
+    is not asked again (rsync's times by a copy right after its close)."""
+    c = container()
+    # the first look at / stops before /x and /y (as test_read's does)
+    c.sh("head -c 9437184 /dev/zero > /0-first-look-stops-here; "
+         "mkdir -p /x /y; printf 'one\\n' > /x/a; ln /x/a /y/b")
+    m = mount("-d")
+    assert m.listdir(m.p(c, "/x")) == ["a"]
+    assert call_with_timeout(os.stat, m.p(c, "/x/a")).st_nlink == 1  # all it has seen
+    with open(m.p(c, "/x/a"), "ab") as f:
+        f.write(b"two\n")
+    assert c.exec("cat", "/y/b") == b"one\ntwo\n"
+    assert c.exec("stat", "-c", "%h", "/x/a").strip() == b"2"
+    assert call_with_timeout(os.stat, m.p(c, "/x/a")).st_nlink == 2
+    with open(m.p(c, "/x/new"), "wb") as f:
+        f.write(b"new\n")
+    run_tool("touch", "-d", "@1700000000.5", m.p(c, "/x/new"))
+    log = open(m.log, errors="replace").read()
+    assert len(re.findall(r"name\(s\) there, counted by its stat", log)) == 1, log[-3000:]
+    assert " had 1 hard links: " not in log and " had 2 hard links: " not in log
+
+
 def test_a_hard_linked_file_the_containers_user_may_not_write_is_put(mount, container):
     """The container's tools run as its user, the archive API as root: a
     hard-linked file that user may not write still takes the write, by a
