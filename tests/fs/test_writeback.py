@@ -9,8 +9,8 @@ import re
 import subprocess
 import time
 
-from conftest import (CTRFS_BIN, PODMAN, errname, host_tree, podman_limit, run_tool, tar_tree, tree_diff,
-                      wait_for, wb_status)
+from conftest import (CTRFS_BIN, PODMAN, SANITIZED, errname, host_tree, podman_limit, run_tool,
+                      tar_tree, tree_diff, wait_for, wb_status)
 
 KEYS = ("type", "perm", "uid", "gid", "mtime", "size", "sha256")
 
@@ -283,7 +283,16 @@ def test_rsync_a_with_a_short_delay_lands_each_file_once(mount, container, tmp_p
         log = f.read()
     batches = len(re.findall(r"write-back: \d+ files in '[^']*' with one PUT", log))
     assert batches >= 3, f"{batches} batches: none went during the copy, the test proves nothing"
-    assert re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log) == []
+    lines = re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log)
+    if SANITIZED:
+        # a sanitizer build can take longer than half the delay between a
+        # file's close and its rename (rsync's steps are FUSE calls), and
+        # a closed file that waited that long joins a batch: its rename is
+        # then an `mv`, right but not what this test is about (seen once
+        # in 1,500 files under TSan on 20.10)
+        assert set(lines) <= {"mv"} and len(lines) <= 15, lines
+    else:
+        assert lines == []
     assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) == 0
     files = [p for p in re.findall(r"landed '([^']*)' in container", log) if "/f" in p]
     assert len(files) == len(set(files)) == 1500, \
@@ -368,7 +377,16 @@ def check_batched(log):
     batches = len(re.findall(r"write-back: \d+ files in '[^']*' with one PUT", log))
     puts = calls(log, "PUT")
     assert 1 <= batches <= 2 and puts <= batches, f"{puts} PUTs for {batches} batches"
-    assert re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log) == []
+    lines = re.findall(r"agent: (\S+) in [0-9a-f]+ ->", log)
+    if SANITIZED:
+        # a sanitizer build can take longer than half the delay between a
+        # file's close and its rename (rsync's steps are FUSE calls), and
+        # a closed file that waited that long joins a batch: its rename is
+        # then an `mv`, right but not what this test is about (seen once
+        # in 1,500 files under TSan on 20.10)
+        assert set(lines) <= {"mv"} and len(lines) <= 15, lines
+    else:
+        assert lines == []
     assert len(re.findall(r"engine: POST \S*/containers/\S+/exec ", log)) == 0
 
 
