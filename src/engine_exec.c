@@ -305,7 +305,8 @@ int engine_exec_in(struct engine *e, const char *ctr, const char *const *argv,
 		   int fd, off_t size, int *status, char *msg, size_t msglen)
 {
 	int ms = (int)engine_timeout(e) * 1000;
-	char id[80], *buf = malloc(IN_CHUNK), *kept = malloc(IN_KEEP);
+	/* one buffer per call, both ways; the start of what comes back */
+	char id[80], kept[IN_KEEP], *buf = malloc(IN_CHUNK);
 	size_t keptlen = 0;
 	struct engine_raw *r = NULL;
 	off_t off = 0;
@@ -313,11 +314,8 @@ int engine_exec_in(struct engine *e, const char *ctr, const char *const *argv,
 	int ret;
 
 	*status = 0;
-	if (!buf || !kept) {
-		free(buf);
-		free(kept);
+	if (!buf)
 		return -ENOMEM;
-	}
 	ret = attach(e, ctr, argv, ms, &r, id, sizeof(id), msg, msglen);
 	/* all of fd, in one buffer reused; a tool that ended early (it
 	 * failed) stops reading it: its status says why */
@@ -365,6 +363,5 @@ int engine_exec_in(struct engine *e, const char *ctr, const char *const *argv,
 		engine_cost_note(e, CALL_EXEC, now_mono() - t0);
 	}
 	free(buf);
-	free(kept);
 	return ret;
 }

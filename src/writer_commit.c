@@ -5,7 +5,6 @@
  * entry without data. */
 #include "writer.h"
 #include "writer_int.h"
-#include "cache.h"
 #include "ctr.h"
 #include "engine.h"
 #include "journal.h"
@@ -264,18 +263,6 @@ void writer_commit_landed(struct wfile *f, long t0)
 	journal_drop(f->w->journal, f->jent);
 	atomic_store(&f->attempts, 0);
 	atomic_store(&f->last_err, 0);
-	if (f->links > 1 && !f->through) {
-		/* no tools there to write through the other names with: a
-		 * PUT puts a new file in this one's place */
-		log_warn("'%s' in container '%s' had %lu hard links: the new "
-			 "content is a new file under this name; the other "
-			 "names keep the old content (the container's tools "
-			 "could not write through them)",
-			 f->path, f->ctr.name, (unsigned long)f->links);
-		f->links = 1;
-		f->st.st_nlink = 1;
-		f->st.st_ino = cache_new_ino();
-	}
 	/* a new file in the container, or a change of this one: its ctime
 	 * is now (meta_committed() says the same) */
 	engine_clock(f->w->e, &f->st.st_ctim);
@@ -284,9 +271,9 @@ void writer_commit_landed(struct wfile *f, long t0)
 		f->ctr.name, (unsigned)(st.st_mode & 07777), (int)st.st_uid,
 		(int)st.st_gid);
 	/* before a rename or unlink waiting for f can change what it says */
-	if (f->through) {
-		/* the same file, all of its names: one record for them */
-		f->through = false;
+	if (f->links > 1) {
+		/* written through its names (writer_through.c): the same
+		 * file, all of its names, one record for them */
 		meta_update(f->w->m, &f->ctr, f->path, &st);
 		meta_xattrs_put(f->w->m, &f->ctr, f->path, &st, f->xattrs,
 				f->xattrs_len);
@@ -353,10 +340,7 @@ int wfile_commit(struct wfile *f)
 	pthread_mutex_unlock(&f->w->lock);
 	writer_fit_links(&f, 1, parent, sizeof(parent));
 	me.name = f->path + (strcmp(parent, "/") == 0 ? 1 : strlen(parent) + 1);
-	ret = -EOPNOTSUPP;
-	writer_count_names(f);
-	if (f->links > 1 && f->in_container)
-		ret = writer_commit_through(f);
+	ret = writer_commit_through(f);
 	if (ret == -EOPNOTSUPP)
 		ret = commit_grouped(f->w, &me);
 	f->failed = ret < 0;

@@ -79,7 +79,6 @@ struct wfile {
 	nlink_t links;	     /* names the container's file had at the open */
 	uid_t open_uid;	     /* its owner then: a write through its names */
 	gid_t open_gid;	     /* sets the owner only when it changed */
-	bool through;	     /* just written through its names (f->lock) */
 	off_t mem_bytes;     /* what it reserved there (the end it wrote) */
 	struct jentry *jent; /* write-back: its journal entry, or NULL */
 	bool jkeep; /* the journal holds the only copy of its data: keep it */
@@ -189,15 +188,15 @@ int writer_commit_put_batch(struct writer *w, struct item *items);
  * began at wall-clock second t0: unlocks it and records what was written. */
 void writer_commit_landed(struct wfile *f, long t0);
 
-/* writer_through.c. f (locked, in the container with other names) is
- * written through them by the container's own tools: 0 (f->through set),
- * -EOPNOTSUPP when it has none (no shell, no `head -c`: a PUT instead),
- * or -errno, logged. */
+/* writer_through.c. f (locked) is committed through its names when it
+ * is in the container with other names (its count asked of the
+ * container's stat unless the mount made it a moment ago): 0 (f->links
+ * still above 1), -EOPNOTSUPP when that does not apply or cannot be done
+ * (no shell, no `head -c`, a file the container's user may not write:
+ * then f takes a number of its own and count 1, logged, and the caller
+ * PUTs), or -errno, logged. */
 int writer_commit_through(struct wfile *f);
-/* writer_through.c. f (locked, in the container, one name as far as the
- * mount knows: a listing counts only the names within it) gets the link
- * count the container's `stat` says, where its shell runs (one line). */
-void writer_count_names(struct wfile *f);
+
 /* writer_through.c. f (locked), a new file, has just landed: for a moment
  * its one name needs no counting. */
 void writer_note_made(struct wfile *f);

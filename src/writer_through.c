@@ -7,6 +7,7 @@
 #include "writer.h"
 #include "writer_int.h"
 #include "agent.h"
+#include "cache.h"
 #include "engine.h"
 #include "log.h"
 
@@ -76,15 +77,17 @@ static bool made_lately(struct wfile *f)
 	return found;
 }
 
-void writer_count_names(struct wfile *f)
+/* f (locked, in the container, one name as far as the mount knows: a
+ * listing counts only the names within it) gets the link count the
+ * container's `stat` says, where its shell runs (one line). */
+static void count_names(struct wfile *f)
 {
 	const char *argv[] = {"stat", "-c", "%h", "--", f->path, NULL};
 	unsigned long n;
 	char out[128];
 	int status = 0;
 
-	if (!f->in_container || f->links > 1 || f->fd < 0 ||
-	    !S_ISREG(f->st.st_mode) || made_lately(f))
+	if (f->links > 1 || made_lately(f))
 		return;
 	/* no shell (1): nothing could write through the names anyway */
 	if (agent_run_out(f->w->e, f->ctr.id, argv, &status, out,
@@ -100,6 +103,23 @@ void writer_count_names(struct wfile *f)
 	f->st.st_nlink = (nlink_t)n;
 }
 
+/* The PUT after all: a new file under f's name, which leaves its other
+ * names (the archive API cannot write through a file). */
+static int put_instead(struct wfile *f, const char *why)
+{
+	log_info("'%s' in container '%s' cannot be written through its hard "
+		 "links there: %s",
+		 f->path, f->ctr.name, why);
+	log_warn("'%s' in container '%s' had %lu hard links: the new content "
+		 "is a new file under this name; the other names keep the old "
+		 "content (the container's tools could not write through them)",
+		 f->path, f->ctr.name, (unsigned long)f->links);
+	f->links = 1;
+	f->st.st_nlink = 1;
+	f->st.st_ino = cache_new_ino();
+	return -EOPNOTSUPP;
+}
+
 int writer_commit_through(struct wfile *f)
 {
 	char size[32], owner[64] = "", mode[16], mtime[48], atime[48] = "";
@@ -108,6 +128,11 @@ int writer_commit_through(struct wfile *f)
 	struct stat sp;
 	int status = 0, ret;
 
+	if (!f->in_container || f->fd < 0 || !S_ISREG(f->st.st_mode))
+		return -EOPNOTSUPP;
+	count_names(f);
+	if (f->links <= 1)
+		return -EOPNOTSUPP;
 	if (fstat(f->fd, &sp) < 0)
 		return -errno;
 	snprintf(size, sizeof(size), "%lld", (long long)sp.st_size);
@@ -146,19 +171,13 @@ int writer_commit_through(struct wfile *f)
 		ret = 0;
 	}
 	/* no tools there, or the container's user may not write it (the
-	 * archive API is root's): a PUT, as before */
-	if (status == THROUGH_NO_HEAD || status == THROUGH_DENIED ||
-	    ret == -EOPNOTSUPP || ret == -EACCES || ret == -EPERM) {
-		log_info("'%s' in container '%s' cannot be written through its "
-			 "hard links there: %s",
-			 f->path, f->ctr.name,
-			 status == THROUGH_NO_HEAD ? "its head takes no -c"
-			 : status == THROUGH_DENIED
-			     ? "its user may not write it"
-			 : *msg ? msg
-				: strerror(-ret));
-		return -EOPNOTSUPP;
-	}
+	 * archive API is root's) */
+	if (status == THROUGH_NO_HEAD)
+		return put_instead(f, "its head takes no -c");
+	if (status == THROUGH_DENIED)
+		return put_instead(f, "its user may not write it");
+	if (ret == -EOPNOTSUPP || ret == -EACCES || ret == -EPERM)
+		return put_instead(f, *msg ? msg : strerror(-ret));
 	if (ret < 0) {
 		log_err("cannot write '%s' in container '%s' through its hard "
 			"links: %s",
@@ -168,6 +187,5 @@ int writer_commit_through(struct wfile *f)
 	log_dbg("wrote '%s' in container '%s' through its %lu names (%s "
 		"bytes)",
 		f->path, f->ctr.name, (unsigned long)f->links, size);
-	f->through = true;
 	return 0;
 }

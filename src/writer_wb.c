@@ -226,13 +226,10 @@ static size_t through_first(struct writer *w, struct wfile **fs, size_t n,
 
 	for (size_t i = 0; i < n; i++) {
 		struct wfile *f = fs[i];
-		int ret = -EOPNOTSUPP;
-
-		if (!(w->draining && w->drain_gone))
-			writer_count_names(f);
-		if (f->fd >= 0 && f->links > 1 && f->in_container &&
-		    !(w->draining && w->drain_gone))
-			ret = writer_commit_through(f);
+		/* the drain found the engine gone: no exec either */
+		int ret = w->draining && w->drain_gone
+			      ? -EOPNOTSUPP
+			      : writer_commit_through(f);
 		if (ret == -EOPNOTSUPP) {
 			fs[i] = fs[k];
 			fs[k++] = f;

@@ -289,6 +289,42 @@ def test_a_write_to_a_hard_linked_file_goes_through_every_name(mount, container,
     assert not re.search(r"engine: PUT [0-9a-f]+:/tmp", log)
 
 
+def test_the_other_names_of_a_file_written_through_show_its_new_size_at_once(mount, container):
+    """The kernel keeps attributes per name (a node per path): the close
+    of a write through one name drops those of the others it knew, so a
+    stat of another name right after shows the new size, not the one the
+    kernel held for up to the attribute timeout."""
+    c = container()
+    c.sh("printf 'short\\n' > /tmp/s; ln /tmp/s /tmp/s2")
+    m = mount("-o", "attr_timeout=30")
+    assert call_with_timeout(os.stat, m.p(c, "/tmp/s2")).st_size == 6
+    with open(m.p(c, "/tmp/s"), "ab") as f:
+        f.write(b"and longer now\n")
+    assert c.exec("cat", "/tmp/s2") == b"short\nand longer now\n"
+    assert call_with_timeout(os.stat, m.p(c, "/tmp/s2")).st_size == 21
+
+
+def test_a_hard_linked_file_keeps_its_times_to_the_second_where_touch_has_no_fraction(
+        mount, container):
+    """Times set on an open hard-linked file go with its write through the
+    names (`touch -d`); busybox's touch takes no fraction, so they land to
+    the second, the mount says the same, and one line says so."""
+    c = container()
+    c.sh("printf 'x\\n' > /tmp/t; ln /tmp/t /tmp/t2")
+    m = mount("-d")
+    with open(m.p(c, "/tmp/t"), "r+b") as f:
+        f.write(b"y")
+        f.flush()
+        os.utime(f.fileno(), ns=(1700000000_250000000, 1700000000_500000000))
+    assert c.exec("cat", "/tmp/t2") == b"y\n"
+    assert c.stat("/tmp/t2")["mtime"] == 1700000000
+    st = call_with_timeout(os.stat, m.p(c, "/tmp/t"))
+    assert (st.st_mtime_ns, st.st_nlink) == (1700000000_000000000, 2)
+    assert not disagreements(m, c, "/tmp/t", "/tmp/t2")
+    assert "its 'touch' takes no fraction: times set to the second" in \
+        open(m.log, errors="replace").read()
+
+
 def test_a_hard_link_the_mount_has_not_seen_is_written_through_too(mount, container):
     """A listing counts only the names within it: a file whose other name
     lives in another directory shows one link. Its commit asks the
